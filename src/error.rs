@@ -1,0 +1,74 @@
+//! The one error type of the crate. Every variant has a stable `code` that JavaScript sees as `error.code`.
+
+use thiserror::Error;
+
+pub type Result<T, E = WispError> = std::result::Result<T, E>;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum WispError {
+    /// The platform offers no usable GPU adapter (no `navigator.gpu`, or no adapter from it).
+    #[error("WebGPU is not available: {0}")]
+    GpuUnavailable(String),
+    /// A WGSL shader was rejected by the platform's shader compiler.
+    #[error("the GPU rejected a shader: {0}")]
+    GpuShaderCompile(String),
+    /// The GPU reported a validation error (an invalid pipeline, buffer or command).
+    #[error("the GPU reported a validation error: {0}")]
+    GpuValidation(String),
+    #[error("the GPU ran out of memory: {0}")]
+    GpuOutOfMemory(String),
+    /// The device was lost (driver reset, `device.destroy()`, tab in the background too long...).
+    /// The session cannot be used any more; load the model again.
+    #[error("the GPU device was lost ({0}); load the model again")]
+    GpuDeviceLost(String),
+    /// Anything else the GPU layer reported.
+    #[error("GPU error: {0}")]
+    GpuInternal(String),
+    /// The model bytes are not a graph we can run (not ONNX, unsupported op or shape, ...).
+    #[error("invalid model: {0}")]
+    InvalidModel(String),
+    /// The caller's inputs do not fit the model (unknown name, missing input, wrong element count).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+}
+
+impl WispError {
+    /// Stable, documented identifiers: JavaScript code may branch on these.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WispError::GpuUnavailable(_) => "WEBGPU_UNAVAILABLE",
+            WispError::GpuShaderCompile(_) => "GPU_SHADER_COMPILE",
+            WispError::GpuValidation(_) => "GPU_VALIDATION",
+            WispError::GpuOutOfMemory(_) => "GPU_OUT_OF_MEMORY",
+            WispError::GpuDeviceLost(_) => "GPU_DEVICE_LOST",
+            WispError::GpuInternal(_) => "GPU_INTERNAL",
+            WispError::InvalidModel(_) => "INVALID_MODEL",
+            WispError::InvalidInput(_) => "INVALID_INPUT",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_messages_name_the_problem() {
+        let all = [
+            WispError::GpuUnavailable("x".into()),
+            WispError::GpuShaderCompile("x".into()),
+            WispError::GpuValidation("x".into()),
+            WispError::GpuOutOfMemory("x".into()),
+            WispError::GpuDeviceLost("x".into()),
+            WispError::GpuInternal("x".into()),
+            WispError::InvalidModel("x".into()),
+            WispError::InvalidInput("x".into()),
+        ];
+        let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(
+            WispError::GpuShaderCompile("line 3: bad".into()).to_string(),
+            "the GPU rejected a shader: line 3: bad"
+        );
+    }
+}

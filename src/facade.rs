@@ -1,0 +1,117 @@
+//! The wasm-bindgen facade: JavaScript values in, core calls, JavaScript values and coded errors out.
+//! `pkg-templates/index.js` is the public API built on it.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use js_sys::{Array, Float32Array, Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::backend;
+use crate::error::WispError;
+
+#[wasm_bindgen(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// A JS `Error` whose `name` is "WispError" and whose `code` is the variant's stable code.
+fn to_js(error: WispError) -> JsValue {
+    let js = js_sys::Error::new(&error.to_string());
+    js.set_name("WispError");
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = Reflect::set(&js, &"code".into(), &error.code().into());
+    js.into()
+}
+
+fn to_js_value<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| to_js(WispError::GpuInternal(format!("cannot convert a result for JS: {e}"))))
+}
+
+/// Describes the WebGPU adapter, or rejects with `WEBGPU_UNAVAILABLE` saying why there is none.
+#[wasm_bindgen(js_name = adapterInfo)]
+pub async fn adapter_info() -> Result<JsValue, JsValue> {
+    let info = backend::adapter_info().await.map_err(to_js)?;
+    to_js_value(&info)
+}
+
+/// An ONNX graph compiled for this page's GPU.
+#[wasm_bindgen]
+pub struct GraphSession {
+    inner: Rc<backend::GraphSession>,
+}
+
+#[wasm_bindgen]
+impl GraphSession {
+    /// Parses and compiles ONNX model bytes.
+    pub async fn create(bytes: Vec<u8>) -> Result<GraphSession, JsValue> {
+        let inner = backend::GraphSession::from_bytes(&bytes).await.map_err(to_js)?;
+        Ok(GraphSession { inner: Rc::new(inner) })
+    }
+
+    /// `[{ name, dims }]` of the inputs a run needs.
+    #[wasm_bindgen(getter)]
+    pub fn inputs(&self) -> Result<JsValue, JsValue> {
+        to_js_value(&self.inner.inputs())
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn outputs(&self) -> Result<JsValue, JsValue> {
+        to_js_value(&self.inner.outputs())
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn adapter(&self) -> Result<JsValue, JsValue> {
+        to_js_value(self.inner.adapter())
+    }
+
+    /// Runs the graph: `inputs` maps each input name to a `Float32Array` (or an array of numbers).
+    /// Resolves to `{ [output]: { dims, data: Float32Array } }`.
+    pub fn run(&self, inputs: Object) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        let feeds = read_inputs(&inputs);
+        future_to_promise(async move {
+            let outputs = inner.run(&feeds.map_err(to_js)?).await.map_err(to_js)?;
+            let result = Object::new();
+            for (name, tensor) in outputs {
+                let entry = Object::new();
+                let dims: Array = tensor.dims.iter().map(|&d| JsValue::from(d as f64)).collect();
+                Reflect::set(&entry, &"dims".into(), &dims)?;
+                Reflect::set(&entry, &"data".into(), &Float32Array::from(tensor.data.as_slice()))?;
+                Reflect::set(&result, &name.into(), &entry)?;
+            }
+            Ok(result.into())
+        })
+    }
+
+    /// Destroys the session's GPU device as a driver reset would; later runs reject with `GPU_DEVICE_LOST`.
+    #[wasm_bindgen(js_name = loseDevice)]
+    pub fn lose_device(&self) {
+        self.inner.lose_device();
+    }
+}
+
+fn read_inputs(inputs: &Object) -> Result<HashMap<String, Vec<f32>>, WispError> {
+    let mut feeds = HashMap::new();
+    for entry in Object::entries(inputs).iter() {
+        let pair = Array::from(&entry);
+        let name = pair.get(0).as_string().unwrap_or_default();
+        let value = pair.get(1);
+        let data = if let Some(array) = value.dyn_ref::<Float32Array>() {
+            array.to_vec()
+        } else if Array::is_array(&value) {
+            serde_wasm_bindgen::from_value::<Vec<f32>>(value).map_err(|e| {
+                WispError::InvalidInput(format!("input '{name}' must hold only numbers: {e}"))
+            })?
+        } else {
+            return Err(WispError::InvalidInput(format!(
+                "input '{name}' must be a Float32Array or an array of numbers"
+            )));
+        };
+        feeds.insert(name, data);
+    }
+    Ok(feeds)
+}

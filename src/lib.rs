@@ -1,0 +1,11 @@
+//! Wisp: a language-model agent that runs inside the browser.
+//!
+//! The core (everything but `facade`) builds and tests natively; `facade` is the thin wasm-bindgen layer
+//! that JavaScript sees.
+
+pub mod backend;
+pub mod error;
+#[cfg(target_arch = "wasm32")]
+mod facade;
+
+pub use error::{Result, WispError};

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The project's entry points (README):  npm run demo | npm test | npm run build
+# Each one first installs whatever is missing (tools/setup.sh), so a fresh Debian machine needs nothing else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Mesa warns on every Vulkan start without it.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+
+bash tools/setup.sh
+case "${1:-}" in
+  build)
+    bash tools/build-pkg.sh
+    ;;
+  demo)
+    bash tools/build-pkg.sh
+    exec node tools/serve.mjs "${PORT:-8080}"
+    ;;
+  test)
+    cargo test --quiet
+    bash tools/build-pkg.sh
+    node --test --test-concurrency=1 tests/browser/
+    ;;
+  *)
+    echo "usage: tools/dev.sh build|demo|test" >&2
+    exit 2
+    ;;
+esac

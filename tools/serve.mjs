@@ -1,0 +1,61 @@
+// A static file server for the demo and the browser tests: the repository root over http on 127.0.0.1
+// (WebGPU and the Cache API need a secure context, which localhost is; file:// is not).
+//   node tools/serve.mjs [port]      serves until interrupted
+import { createServer } from "node:http";
+import { readFile, stat } from "node:fs/promises";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".webmanifest": "application/manifest+json",
+  ".wasm": "application/wasm",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+};
+
+async function handle(req, res) {
+  const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
+  let file = normalize(join(ROOT, path));
+  if (file !== ROOT && !file.startsWith(ROOT + sep)) {
+    res.writeHead(403).end("forbidden");
+    return;
+  }
+  try {
+    if ((await stat(file)).isDirectory()) file = join(file, "index.html");
+    const body = await readFile(file);
+    res.writeHead(200, {
+      "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+      "content-length": body.length,
+      "cache-control": "no-cache",
+    });
+    res.end(req.method === "HEAD" ? undefined : body);
+  } catch {
+    res.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${path}`);
+  }
+}
+
+/** Starts the server; port 0 picks a free one. Resolves to { url, close }. */
+export function serve(port = 0) {
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => res.writeHead(500).end());
+  });
+  return new Promise((resolveStart, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      const url = `http://127.0.0.1:${server.address().port}`;
+      resolveStart({ url, close: () => new Promise((done) => server.close(done)) });
+    });
+  });
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { url } = await serve(Number(process.argv[2] ?? 8080));
+  console.log(`Wisp demo: ${url}/www/  (Chromium needs WebGPU; on Linux start it with --enable-unsafe-webgpu)`);
+}

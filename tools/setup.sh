@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing Wisp needs, skipping whatever is already there (a second run takes
+# seconds): Debian packages (Chromium, Mesa's lavapipe Vulkan driver, binaryen), the wasm32 Rust target,
+# wasm-bindgen-cli at the exact version in Cargo.lock, and the npm dev dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_packages=(chromium mesa-vulkan-drivers libvulkan1 binaryen)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${missing[*]}"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  echo "setup: rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wb_version" ]; then
+  echo "setup: cargo install wasm-bindgen-cli $wb_version (about 2-4 minutes)"
+  cargo install --quiet --locked wasm-bindgen-cli --version "=$wb_version"
+fi
+
+# npm ci only when the lock file changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
