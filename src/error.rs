@@ -30,6 +30,9 @@ pub enum WispError {
     /// The caller's inputs do not fit the model (unknown name, missing input, wrong element count).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// More tokens than the cache holds.
+    #[error("context overflow: {0}")]
+    ContextOverflow(String),
 }
 
 impl WispError {
@@ -44,6 +47,7 @@ impl WispError {
             WispError::GpuInternal(_) => "GPU_INTERNAL",
             WispError::InvalidModel(_) => "INVALID_MODEL",
             WispError::InvalidInput(_) => "INVALID_INPUT",
+            WispError::ContextOverflow(_) => "CONTEXT_OVERFLOW",
         }
     }
 }
@@ -63,6 +67,7 @@ mod tests {
             WispError::GpuInternal("x".into()),
             WispError::InvalidModel("x".into()),
             WispError::InvalidInput("x".into()),
+            WispError::ContextOverflow("x".into()),
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
         assert_eq!(codes.len(), all.len());

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use js_sys::{Array, Float32Array, Object, Promise, Reflect};
+use js_sys::{Array, BigInt64Array, Float32Array, Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -28,7 +28,11 @@ fn to_js(error: WispError) -> JsValue {
 fn to_js_value<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| to_js(WispError::GpuInternal(format!("cannot convert a result for JS: {e}"))))
+        .map_err(|e| {
+            to_js(WispError::GpuInternal(format!(
+                "cannot convert a result for JS: {e}"
+            )))
+        })
 }
 
 /// Describes the WebGPU adapter, or rejects with `WEBGPU_UNAVAILABLE` saying why there is none.
@@ -48,8 +52,12 @@ pub struct GraphSession {
 impl GraphSession {
     /// Parses and compiles ONNX model bytes.
     pub async fn create(bytes: Vec<u8>) -> Result<GraphSession, JsValue> {
-        let inner = backend::GraphSession::from_bytes(&bytes).await.map_err(to_js)?;
-        Ok(GraphSession { inner: Rc::new(inner) })
+        let inner = backend::GraphSession::from_bytes(&bytes)
+            .await
+            .map_err(to_js)?;
+        Ok(GraphSession {
+            inner: Rc::new(inner),
+        })
     }
 
     /// `[{ name, dims }]` of the inputs a run needs.
@@ -72,15 +80,34 @@ impl GraphSession {
     /// Resolves to `{ [output]: { dims, data: Float32Array } }`.
     pub fn run(&self, inputs: Object) -> Promise {
         let inner = Rc::clone(&self.inner);
-        let feeds = read_inputs(&inputs);
+        let owned = read_inputs(&inputs, inner.inputs());
         future_to_promise(async move {
-            let outputs = inner.run(&feeds.map_err(to_js)?).await.map_err(to_js)?;
+            let owned = owned.map_err(to_js)?;
+            let feeds = owned
+                .iter()
+                .map(|(name, data)| {
+                    let feed = match data {
+                        Owned::F32(d) => backend::Feed::F32(d),
+                        Owned::I64(d) => backend::Feed::I64(d),
+                    };
+                    (name.as_str(), feed)
+                })
+                .collect();
+            let outputs = inner.run(&feeds).await.map_err(to_js)?;
             let result = Object::new();
             for (name, tensor) in outputs {
                 let entry = Object::new();
-                let dims: Array = tensor.dims.iter().map(|&d| JsValue::from(d as f64)).collect();
+                let dims: Array = tensor
+                    .dims
+                    .iter()
+                    .map(|&d| JsValue::from(d as f64))
+                    .collect();
                 Reflect::set(&entry, &"dims".into(), &dims)?;
-                Reflect::set(&entry, &"data".into(), &Float32Array::from(tensor.data.as_slice()))?;
+                Reflect::set(
+                    &entry,
+                    &"data".into(),
+                    &Float32Array::from(tensor.data.as_slice()),
+                )?;
                 Reflect::set(&result, &name.into(), &entry)?;
             }
             Ok(result.into())
@@ -94,22 +121,47 @@ impl GraphSession {
     }
 }
 
-fn read_inputs(inputs: &Object) -> Result<HashMap<String, Vec<f32>>, WispError> {
+enum Owned {
+    F32(Vec<f32>),
+    I64(Vec<i64>),
+}
+
+/// Copies the JS inputs out, typed as the graph declares them (f32 or i64).
+fn read_inputs(
+    inputs: &Object,
+    specs: &[backend::TensorSpec],
+) -> Result<HashMap<String, Owned>, WispError> {
     let mut feeds = HashMap::new();
     for entry in Object::entries(inputs).iter() {
         let pair = Array::from(&entry);
         let name = pair.get(0).as_string().unwrap_or_default();
         let value = pair.get(1);
-        let data = if let Some(array) = value.dyn_ref::<Float32Array>() {
-            array.to_vec()
-        } else if Array::is_array(&value) {
-            serde_wasm_bindgen::from_value::<Vec<f32>>(value).map_err(|e| {
-                WispError::InvalidInput(format!("input '{name}' must hold only numbers: {e}"))
-            })?
-        } else {
-            return Err(WispError::InvalidInput(format!(
-                "input '{name}' must be a Float32Array or an array of numbers"
-            )));
+        let elem = specs
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.elem)
+            .unwrap_or(backend::ElemType::F32);
+        let data = match elem {
+            backend::ElemType::F32 if value.is_instance_of::<Float32Array>() => {
+                Owned::F32(Float32Array::from(value).to_vec())
+            }
+            backend::ElemType::I64 if value.is_instance_of::<BigInt64Array>() => {
+                Owned::I64(BigInt64Array::from(value).to_vec())
+            }
+            _ if Array::is_array(&value) => {
+                let numbers = serde_wasm_bindgen::from_value::<Vec<f64>>(value).map_err(|e| {
+                    WispError::InvalidInput(format!("input '{name}' must hold only numbers: {e}"))
+                })?;
+                match elem {
+                    backend::ElemType::F32 => Owned::F32(numbers.iter().map(|&x| x as f32).collect()),
+                    backend::ElemType::I64 => Owned::I64(numbers.iter().map(|&x| x as i64).collect()),
+                }
+            }
+            _ => {
+                return Err(WispError::InvalidInput(format!(
+                    "input '{name}' must be a Float32Array (BigInt64Array for int64 inputs) or an array of numbers"
+                )))
+            }
         };
         feeds.insert(name, data);
     }

@@ -7,5 +7,8 @@ pub mod backend;
 pub mod error;
 #[cfg(target_arch = "wasm32")]
 mod facade;
+pub mod generate;
+pub mod graph;
+pub mod model;
 
 pub use error::{Result, WispError};

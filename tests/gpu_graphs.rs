@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use wisp::backend::{adapter_info, GraphSession};
+use wisp::backend::{adapter_info, Feed, GraphSession};
 use wisp::WispError;
 
 #[derive(Deserialize)]
@@ -26,16 +26,27 @@ fn fixture(name: &str) -> (Vec<u8>, Fixture) {
     (model, serde_json::from_str(&json).expect("fixture json"))
 }
 
-fn feeds(f: &Fixture) -> HashMap<String, Vec<f32>> {
-    f.inputs.iter().map(|(k, v)| (k.clone(), v.data.clone())).collect()
+fn feeds(f: &Fixture) -> HashMap<&str, Feed<'_>> {
+    f.inputs
+        .iter()
+        .map(|(k, v)| (k.as_str(), Feed::F32(&v.data)))
+        .collect()
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
-fn run_fixture(name: &str) -> (Fixture, wisp::Result<HashMap<String, wisp::backend::Tensor>>) {
+fn run_fixture(
+    name: &str,
+) -> (
+    Fixture,
+    wisp::Result<HashMap<String, wisp::backend::Tensor>>,
+) {
     let (model, fx) = fixture(name);
     let result = pollster::block_on(async {
         let session = GraphSession::from_bytes(&model).await?;
@@ -46,8 +57,12 @@ fn run_fixture(name: &str) -> (Fixture, wisp::Result<HashMap<String, wisp::backe
 
 #[test]
 fn adapter_is_reported() {
-    let info = pollster::block_on(adapter_info()).expect("a GPU adapter (install mesa-vulkan-drivers)");
-    println!("adapter: {} / {} / {}", info.description, info.device, info.architecture);
+    let info =
+        pollster::block_on(adapter_info()).expect("a GPU adapter (install mesa-vulkan-drivers)");
+    println!(
+        "adapter: {} / {} / {}",
+        info.description, info.device, info.architecture
+    );
     assert!(!info.description.is_empty());
     assert!(info.max_storage_buffer_binding_size >= 128 << 20);
 }
@@ -78,19 +93,40 @@ fn wrong_inputs_are_named() {
     pollster::block_on(async {
         let session = GraphSession::from_bytes(&model).await.expect("loads");
         let mut bad = feeds(&fx);
-        bad.get_mut("a").unwrap().pop();
+        let short = &fx.inputs["a"].data[1..];
+        bad.insert("a", Feed::F32(short));
         let err = session.run(&bad).await.err().expect("short input rejected");
-        assert_eq!(err, WispError::InvalidInput("input 'a' needs 128 values (shape [8, 16]), got 127".into()));
+        assert_eq!(
+            err,
+            WispError::InvalidInput("input 'a' needs 128 values (shape [8, 16]), got 127".into())
+        );
 
         let mut extra = feeds(&fx);
-        extra.insert("c".into(), vec![0.0]);
-        let err = session.run(&extra).await.err().expect("unknown input rejected");
+        extra.insert("c", Feed::F32(&[0.0]));
+        let err = session
+            .run(&extra)
+            .await
+            .err()
+            .expect("unknown input rejected");
         assert_eq!(err.code(), "INVALID_INPUT");
         assert!(err.to_string().contains("'c'"), "{err}");
 
         let mut missing = feeds(&fx);
         missing.remove("b");
-        let err = session.run(&missing).await.err().expect("missing input rejected");
+        let ints = [0i64; 128];
+        let mut wrong_type = feeds(&fx);
+        wrong_type.insert("a", Feed::I64(&ints));
+        let err = session
+            .run(&wrong_type)
+            .await
+            .err()
+            .expect("wrong element type rejected");
+        assert_eq!(err.code(), "INVALID_INPUT");
+        let err = session
+            .run(&missing)
+            .await
+            .err()
+            .expect("missing input rejected");
         assert!(err.to_string().contains("'b'"), "{err}");
 
         // The session is still usable after rejected requests.

@@ -11,7 +11,7 @@ use wonnx::utils::{InputTensor, OutputTensor};
 
 pub use guard::AdapterInfo;
 use guard::DeviceGuard;
-pub use spec::TensorSpec;
+pub use spec::{ElemType, TensorSpec};
 
 use crate::error::{Result, WispError};
 
@@ -25,6 +25,29 @@ pub struct Tensor {
 /// Describes the GPU adapter the platform offers, or fails with `WEBGPU_UNAVAILABLE`.
 pub async fn adapter_info() -> Result<AdapterInfo> {
     guard::probe().await
+}
+
+/// Borrowed input data for one run.
+#[derive(Debug, Clone, Copy)]
+pub enum Feed<'a> {
+    F32(&'a [f32]),
+    I64(&'a [i64]),
+}
+
+impl Feed<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Feed::F32(d) => d.len(),
+            Feed::I64(d) => d.len(),
+        }
+    }
+
+    fn elem(&self) -> ElemType {
+        match self {
+            Feed::F32(_) => ElemType::F32,
+            Feed::I64(_) => ElemType::I64,
+        }
+    }
 }
 
 /// A compiled graph bound to its own GPU device.
@@ -41,10 +64,20 @@ impl GraphSession {
     pub async fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let model = ModelProto::parse_from_bytes(bytes)
             .map_err(|e| WispError::InvalidModel(format!("not an ONNX model: {e}")))?;
+        Self::from_model(model).await
+    }
+
+    /// Compiles a model built in memory (the decoder graph), skipping serialization.
+    pub async fn from_model(model: ModelProto) -> Result<Self> {
         let inputs = spec::graph_inputs(&model)?;
         let outputs = spec::graph_outputs(&model)?;
         let (session, guard) = DeviceGuard::create_session(model).await?;
-        Ok(Self { session, guard, inputs, outputs })
+        Ok(Self {
+            session,
+            guard,
+            inputs,
+            outputs,
+        })
     }
 
     pub fn inputs(&self) -> &[TensorSpec] {
@@ -67,9 +100,9 @@ impl GraphSession {
     }
 
     /// Runs the graph. Every declared input must be given, with exactly the declared element count.
-    pub async fn run(&self, inputs: &HashMap<String, Vec<f32>>) -> Result<HashMap<String, Tensor>> {
+    pub async fn run(&self, inputs: &HashMap<&str, Feed<'_>>) -> Result<HashMap<String, Tensor>> {
         for name in inputs.keys() {
-            if !self.inputs.iter().any(|s| &s.name == name) {
+            if !self.inputs.iter().any(|s| s.name == *name) {
                 let known: Vec<_> = self.inputs.iter().map(|s| s.name.as_str()).collect();
                 return Err(WispError::InvalidInput(format!(
                     "the model has no input '{name}' (its inputs: {})",
@@ -79,9 +112,17 @@ impl GraphSession {
         }
         let mut feeds = HashMap::with_capacity(self.inputs.len());
         for spec in &self.inputs {
-            let data = inputs.get(&spec.name).ok_or_else(|| {
+            let data = inputs.get(spec.name.as_str()).ok_or_else(|| {
                 WispError::InvalidInput(format!("input '{}' {:?} is missing", spec.name, spec.dims))
             })?;
+            if data.elem() != spec.elem {
+                return Err(WispError::InvalidInput(format!(
+                    "input '{}' takes {:?} values, got {:?}",
+                    spec.name,
+                    spec.elem,
+                    data.elem()
+                )));
+            }
             if data.len() != spec.element_count() {
                 return Err(WispError::InvalidInput(format!(
                     "input '{}' needs {} values (shape {:?}), got {}",
@@ -91,7 +132,11 @@ impl GraphSession {
                     data.len()
                 )));
             }
-            feeds.insert(spec.name.clone(), InputTensor::F32(data.as_slice().into()));
+            let tensor = match *data {
+                Feed::F32(d) => InputTensor::F32(d.into()),
+                Feed::I64(d) => InputTensor::I64(d.into()),
+            };
+            feeds.insert(spec.name.clone(), tensor);
         }
         let mut result = self.guard.run(&self.session, &feeds).await?;
         self.outputs
@@ -112,7 +157,13 @@ impl GraphSession {
                         )))
                     }
                 };
-                Ok((spec.name.clone(), Tensor { dims: spec.dims.clone(), data }))
+                Ok((
+                    spec.name.clone(),
+                    Tensor {
+                        dims: spec.dims.clone(),
+                        data,
+                    },
+                ))
             })
             .collect()
     }

@@ -27,7 +27,10 @@ pub async fn probe() -> Result<AdapterInfo> {
     Ok(AdapterInfo {
         vendor: format!("{:#06x}", info.vendor),
         architecture: info.driver_info,
-        device: format!("{} ({:?}, {:?})", info.driver, info.device_type, info.backend),
+        device: format!(
+            "{} ({:?}, {:?})",
+            info.driver, info.device_type, info.backend
+        ),
         description: info.name,
         is_fallback_adapter: info.device_type == wgpu::DeviceType::Cpu,
         max_storage_buffer_binding_size: u64::from(limits.max_storage_buffer_binding_size),
@@ -43,7 +46,9 @@ impl DeviceGuard {
     pub async fn create_session(model: ModelProto) -> Result<(wonnx::Session, DeviceGuard)> {
         // wonnx panics when there is no adapter: find out first.
         let adapter = probe().await?;
-        let session = wonnx::Session::from_model(model).await.map_err(from_wonnx)?;
+        let session = wonnx::Session::from_model(model)
+            .await
+            .map_err(from_wonnx)?;
         Ok((session, DeviceGuard { adapter }))
     }
 

@@ -63,7 +63,10 @@ impl DeviceGuard {
             js_release(id);
             return Err(WispError::GpuInternal("wonnx created no GPU device".into()));
         }
-        let guard = DeviceGuard { id, adapter: adapter_from_js(adapter)? };
+        let guard = DeviceGuard {
+            id,
+            adapter: adapter_from_js(adapter)?,
+        };
         let session = created.map_err(from_wonnx)?;
         guard.check().await?;
         Ok((session, guard))

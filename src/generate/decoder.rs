@@ -1,0 +1,204 @@
+//! Runs the decoder graph chunk by chunk, keeping the key/value cache of every layer on the CPU side.
+//!
+//! The graph (see `graph::decoder`) takes `T` tokens at consecutive positions plus the `S` cached rows of
+//! each layer, and returns the logits and the new key/value rows, which are written into the cache here.
+
+use std::collections::HashMap;
+
+use crate::backend::{Feed, GraphSession};
+use crate::error::{Result, WispError};
+use crate::graph::{build_decoder, DecoderShape, WeightProvider};
+use crate::model::{ModelConfig, RopeStyle};
+
+/// Added to the attention score of a position a token must not see; exp() of it is 0.
+const MASKED: f32 = -1.0e9;
+
+pub struct Decoder {
+    session: GraphSession,
+    config: ModelConfig,
+    shape: DecoderShape,
+    /// Tokens whose keys and values are in the cache.
+    len: usize,
+    past_k: Vec<Vec<f32>>,
+    past_v: Vec<Vec<f32>>,
+    past_names: Vec<(String, String)>,
+    new_names: Vec<(String, String)>,
+    /// Rotary frequency of each dimension of a head.
+    freq: Vec<f64>,
+    // Per-call inputs, allocated once.
+    tokens: Vec<i64>,
+    cos_q: Vec<f32>,
+    sin_q: Vec<f32>,
+    cos_k: Vec<f32>,
+    sin_k: Vec<f32>,
+    mask: Vec<f32>,
+}
+
+impl Decoder {
+    /// Builds the graph for `shape` from the weights and compiles it on the GPU.
+    pub async fn new(
+        config: &ModelConfig,
+        weights: &mut dyn WeightProvider,
+        shape: DecoderShape,
+    ) -> Result<Self> {
+        let model = build_decoder(config, weights, shape)?;
+        let session = GraphSession::from_model(model).await?;
+        let (t, s) = (shape.chunk_len, shape.cache_len);
+        let (h, kv, dh) = (config.num_heads, config.num_kv_heads, config.head_dim);
+        let half = dh / 2;
+        let freq = (0..dh)
+            .map(|i| {
+                let j = match config.rope_style {
+                    RopeStyle::Halves => i % half,
+                    RopeStyle::Interleaved => i / 2,
+                };
+                1.0 / f64::from(config.rope_theta).powf(2.0 * j as f64 / dh as f64)
+            })
+            .collect();
+        let layers = config.num_layers;
+        Ok(Decoder {
+            session,
+            config: config.clone(),
+            shape,
+            len: 0,
+            past_k: vec![vec![0.0; s * kv * dh]; layers],
+            past_v: vec![vec![0.0; s * kv * dh]; layers],
+            past_names: (0..layers)
+                .map(|l| (format!("past_k.{l}"), format!("past_v.{l}")))
+                .collect(),
+            new_names: (0..layers)
+                .map(|l| (format!("new_k.{l}"), format!("new_v.{l}")))
+                .collect(),
+            freq,
+            tokens: vec![0; t],
+            cos_q: vec![0.0; t * h * dh],
+            sin_q: vec![0.0; t * h * dh],
+            cos_k: vec![0.0; t * kv * dh],
+            sin_k: vec![0.0; t * kv * dh],
+            mask: vec![0.0; h * t * (s + t)],
+        })
+    }
+
+    /// Tokens in the cache: the position the next token gets.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.shape.cache_len
+    }
+
+    /// Drops every cached token from `pos` on, so that the next token gets position `pos`.
+    pub fn seek(&mut self, pos: usize) -> Result<()> {
+        if pos > self.len {
+            return Err(WispError::InvalidInput(format!(
+                "cannot seek to position {pos}: only {} tokens are cached",
+                self.len
+            )));
+        }
+        self.len = pos;
+        Ok(())
+    }
+
+    /// Appends `tokens` to the cache and returns the logits after each of them.
+    pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        if self.len + tokens.len() > self.shape.cache_len {
+            return Err(WispError::ContextOverflow(format!(
+                "{} cached + {} new tokens exceed the context of {} tokens",
+                self.len,
+                tokens.len(),
+                self.shape.cache_len
+            )));
+        }
+        let vocab = self.config.vocab_size;
+        if let Some(bad) = tokens.iter().find(|&&id| id as usize >= vocab) {
+            return Err(WispError::InvalidInput(format!(
+                "token id {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        let mut logits = Vec::with_capacity(tokens.len());
+        for chunk in tokens.chunks(self.shape.chunk_len) {
+            self.run_chunk(chunk, &mut logits).await?;
+        }
+        Ok(logits)
+    }
+
+    fn prepare(&mut self, chunk: &[u32]) {
+        let (t, s) = (self.shape.chunk_len, self.shape.cache_len);
+        let (h, kv, dh) = (
+            self.config.num_heads,
+            self.config.num_kv_heads,
+            self.config.head_dim,
+        );
+        let scale = 1.0 / (dh as f64).sqrt();
+        for i in 0..t {
+            // Padding rows (past the chunk's end) repeat the last token; their outputs are dropped.
+            self.tokens[i] = i64::from(chunk[i.min(chunk.len() - 1)]);
+            let pos = (self.len + i) as f64;
+            for (d, &f) in self.freq.iter().enumerate() {
+                let (sin, cos) = (pos * f).sin_cos();
+                for head in 0..h {
+                    let at = i * h * dh + head * dh + d;
+                    self.cos_q[at] = (cos * scale) as f32;
+                    self.sin_q[at] = (sin * scale) as f32;
+                }
+                for head in 0..kv {
+                    let at = i * kv * dh + head * dh + d;
+                    self.cos_k[at] = cos as f32;
+                    self.sin_k[at] = sin as f32;
+                }
+            }
+        }
+        let cols = s + t;
+        for head in 0..h {
+            for i in 0..t {
+                let row = &mut self.mask[(head * t + i) * cols..][..cols];
+                for (c, m) in row.iter_mut().enumerate() {
+                    let visible = if c < s { c < self.len } else { c - s <= i };
+                    *m = if visible { 0.0 } else { MASKED };
+                }
+            }
+        }
+    }
+
+    async fn run_chunk(&mut self, chunk: &[u32], logits: &mut Vec<Vec<f32>>) -> Result<()> {
+        self.prepare(chunk);
+        let mut feeds: HashMap<&str, Feed> = HashMap::with_capacity(6 + 2 * self.past_k.len());
+        feeds.insert("tokens", Feed::I64(&self.tokens));
+        feeds.insert("cos_q", Feed::F32(&self.cos_q));
+        feeds.insert("sin_q", Feed::F32(&self.sin_q));
+        feeds.insert("cos_k", Feed::F32(&self.cos_k));
+        feeds.insert("sin_k", Feed::F32(&self.sin_k));
+        feeds.insert("mask", Feed::F32(&self.mask));
+        for (l, (k, v)) in self.past_names.iter().enumerate() {
+            feeds.insert(k, Feed::F32(&self.past_k[l]));
+            feeds.insert(v, Feed::F32(&self.past_v[l]));
+        }
+        let out = self.session.run(&feeds).await?;
+
+        let t = self.shape.chunk_len;
+        let row = self.config.num_kv_heads * self.config.head_dim;
+        let n = chunk.len();
+        for (l, (k, v)) in self.new_names.iter().enumerate() {
+            for (name, cache) in [(k, &mut self.past_k[l]), (v, &mut self.past_v[l])] {
+                let new = out
+                    .get(name)
+                    .ok_or_else(|| WispError::GpuInternal(format!("no output '{name}'")))?;
+                cache[self.len * row..(self.len + n) * row].copy_from_slice(&new.data[..n * row]);
+            }
+        }
+        let all = out
+            .get("logits")
+            .ok_or_else(|| WispError::GpuInternal("no output 'logits'".into()))?;
+        // logits is [V, T]: column i belongs to token i.
+        for i in 0..n {
+            logits.push(all.data.iter().skip(i).step_by(t).copied().collect());
+        }
+        self.len += n;
+        Ok(())
+    }
+}

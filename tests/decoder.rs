@@ -1,0 +1,182 @@
+//! The decoder graph on a real GPU adapter (lavapipe in CI) against onnxruntime's logits for tiny
+//! random-weight models of each family (tools/make_decoder_fixtures.py).
+
+use std::path::PathBuf;
+
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+use wisp::generate::Decoder;
+use wisp::graph::{DecoderShape, WeightProvider};
+use wisp::model::ModelConfig;
+use wisp::WispError;
+
+#[derive(Deserialize)]
+struct Case {
+    tokens: Vec<u32>,
+    logits: Vec<Vec<f32>>,
+    argmax: Vec<usize>,
+}
+
+#[derive(Deserialize)]
+struct Reference {
+    cases: Vec<Case>,
+}
+
+/// Test-only reader over the fixture's safetensors (f32).
+struct Fixture<'a>(SafeTensors<'a>);
+
+impl WeightProvider for Fixture<'_> {
+    fn tensor(&mut self, name: &str, dims: &[usize]) -> wisp::Result<Vec<f32>> {
+        let t = self
+            .0
+            .tensor(name)
+            .map_err(|e| WispError::InvalidModel(format!("{name}: {e}")))?;
+        assert_eq!(t.dtype(), Dtype::F32);
+        if t.shape() != dims {
+            return Err(WispError::InvalidModel(format!(
+                "{name}: shape {:?}, expected {dims:?}",
+                t.shape()
+            )));
+        }
+        Ok(t.data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders")
+}
+
+fn load(family: &str, shape: DecoderShape) -> (Decoder, Reference) {
+    let config = ModelConfig::from_hf_json(
+        &std::fs::read_to_string(dir().join(format!("{family}.config.json"))).unwrap(),
+    )
+    .unwrap();
+    let bytes = std::fs::read(dir().join(format!("{family}.safetensors"))).unwrap();
+    let mut weights = Fixture(SafeTensors::deserialize(&bytes).unwrap());
+    let decoder =
+        pollster::block_on(Decoder::new(&config, &mut weights, shape)).expect("decoder builds");
+    let reference = serde_json::from_str(
+        &std::fs::read_to_string(dir().join(format!("{family}.json"))).unwrap(),
+    )
+    .unwrap();
+    (decoder, reference)
+}
+
+fn argmax(v: &[f32]) -> usize {
+    v.iter()
+        .enumerate()
+        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best })
+}
+
+fn assert_close(got: &[Vec<f32>], case: &Case, from: usize, what: &str) {
+    for (i, row) in got.iter().enumerate() {
+        let want = &case.logits[from + i];
+        let diff = row
+            .iter()
+            .zip(want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            diff <= 1e-4,
+            "{what}: position {} max abs diff {diff}",
+            from + i
+        );
+        assert_eq!(
+            argmax(row),
+            case.argmax[from + i],
+            "{what}: greedy token at position {}",
+            from + i
+        );
+    }
+}
+
+fn check_family(family: &str) {
+    let (mut dec, reference) = load(
+        family,
+        DecoderShape {
+            chunk_len: 4,
+            cache_len: 32,
+        },
+    );
+    pollster::block_on(async {
+        // Chunked prefill of a whole sequence (20 tokens: 5 full chunks).
+        let case = &reference.cases[0];
+        let got = dec.forward(&case.tokens).await.unwrap();
+        assert_close(&got, case, 0, "prefill");
+
+        // Token by token after a rollback: each call is one real token and three padding rows.
+        dec.seek(0).unwrap();
+        let case = &reference.cases[1];
+        let got = dec.forward(&case.tokens[..5]).await.unwrap();
+        assert_close(&got, case, 0, "prefix");
+        for (i, &tok) in case.tokens.iter().enumerate().skip(5) {
+            let got = dec.forward(&[tok]).await.unwrap();
+            assert_close(&got, case, i, "decode");
+        }
+        assert_eq!(dec.len(), case.tokens.len());
+
+        // Rolling back drops a branch: the continuation is computed as if it never happened.
+        dec.seek(7).unwrap();
+        let got = dec.forward(&case.tokens[7..]).await.unwrap();
+        assert_close(&got, case, 7, "after seek");
+    });
+}
+
+#[test]
+fn llama_matches_onnxruntime() {
+    check_family("llama");
+}
+
+#[test]
+fn qwen2_matches_onnxruntime() {
+    check_family("qwen2");
+}
+
+#[test]
+fn qwen3_matches_onnxruntime() {
+    check_family("qwen3");
+}
+
+#[test]
+fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
+    let (mut dec, reference) = load(
+        "llama",
+        DecoderShape {
+            chunk_len: 4,
+            cache_len: 8,
+        },
+    );
+    pollster::block_on(async {
+        let case = &reference.cases[1];
+        dec.forward(&case.tokens[..6]).await.unwrap();
+        let err = dec.forward(&case.tokens[6..9]).await.unwrap_err();
+        assert_eq!(err.code(), "CONTEXT_OVERFLOW", "{err}");
+        let err = dec.forward(&[256]).await.unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+        assert_eq!(dec.len(), 6);
+        assert_eq!(dec.seek(7).unwrap_err().code(), "INVALID_INPUT");
+        let got = dec.forward(&case.tokens[6..8]).await.unwrap();
+        assert_close(&got, case, 6, "after refusals");
+    });
+}
+
+#[test]
+fn odd_chunk_len_is_refused_by_name() {
+    let config = ModelConfig::from_hf_json(
+        &std::fs::read_to_string(dir().join("llama.config.json")).unwrap(),
+    )
+    .unwrap();
+    let bytes = std::fs::read(dir().join("llama.safetensors")).unwrap();
+    let mut weights = Fixture(SafeTensors::deserialize(&bytes).unwrap());
+    let shape = DecoderShape {
+        chunk_len: 3,
+        cache_len: 32,
+    };
+    let err = wisp::graph::build_decoder(&config, &mut weights, shape)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("chunk_len is 3"), "{err}");
+}
