@@ -7,5 +7,6 @@ pub mod backend;
 pub mod error;
 #[cfg(target_arch = "wasm32")]
 mod facade;
+pub mod weights;
 
 pub use error::{Result, WispError};
