@@ -33,6 +33,14 @@ pub enum WispError {
     /// More tokens than the cache holds.
     #[error("context overflow: {0}")]
     ContextOverflow(String),
+    /// The weights file is not one we can read: wrong magic, unknown version, truncated or corrupt
+    /// (a count, size or offset that does not fit the bytes), or a tensor or metadata key it lacks.
+    #[error("invalid weights file: {0}")]
+    InvalidWeights(String),
+    /// The weights file is well formed but holds something this reader cannot convert yet
+    /// (a quantization or dtype we do not decode).
+    #[error("unsupported weights: {0}")]
+    UnsupportedWeights(String),
 }
 
 impl WispError {
@@ -48,6 +56,8 @@ impl WispError {
             WispError::InvalidModel(_) => "INVALID_MODEL",
             WispError::InvalidInput(_) => "INVALID_INPUT",
             WispError::ContextOverflow(_) => "CONTEXT_OVERFLOW",
+            WispError::InvalidWeights(_) => "INVALID_WEIGHTS",
+            WispError::UnsupportedWeights(_) => "UNSUPPORTED_WEIGHTS",
         }
     }
 }
@@ -68,12 +78,22 @@ mod tests {
             WispError::InvalidModel("x".into()),
             WispError::InvalidInput("x".into()),
             WispError::ContextOverflow("x".into()),
+            WispError::InvalidWeights("x".into()),
+            WispError::UnsupportedWeights("x".into()),
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
         assert_eq!(codes.len(), all.len());
         assert_eq!(
             WispError::GpuShaderCompile("line 3: bad".into()).to_string(),
             "the GPU rejected a shader: line 3: bad"
+        );
+        assert_eq!(
+            WispError::InvalidWeights("bad magic".into()).to_string(),
+            "invalid weights file: bad magic"
+        );
+        assert_eq!(
+            WispError::UnsupportedWeights("tensor 'w' has type Q2_K".into()).to_string(),
+            "unsupported weights: tensor 'w' has type Q2_K"
         );
     }
 }

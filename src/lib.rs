@@ -10,5 +10,6 @@ mod facade;
 pub mod generate;
 pub mod graph;
 pub mod model;
+pub mod weights;
 
 pub use error::{Result, WispError};

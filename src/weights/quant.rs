@@ -1,0 +1,322 @@
+//! ggml tensor types and their dequantization to f32.
+//!
+//! Block layouts follow ggml (`ggml-common.h`); the arithmetic follows the Python `gguf` package's
+//! `gguf/quants.py` operation by operation (f32 products, no fused multiply-add) so the results match it
+//! bit for bit.
+
+use crate::{Result, WispError};
+use half::{bf16, f16};
+
+/// Elements per super-block of the K-quants.
+const QK_K: usize = 256;
+
+/// Every tensor type ggml defines, with its ggml id. Knowing the layout of all of them lets the GGUF
+/// reader bounds-check every tensor, even those we cannot dequantize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(non_camel_case_types)]
+pub enum GgmlType {
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q8_0,
+    Q8_1,
+    Q2_K,
+    Q3_K,
+    Q4_K,
+    Q5_K,
+    Q6_K,
+    Q8_K,
+    IQ2_XXS,
+    IQ2_XS,
+    IQ3_XXS,
+    IQ1_S,
+    IQ4_NL,
+    IQ3_S,
+    IQ2_S,
+    IQ4_XS,
+    I8,
+    I16,
+    I32,
+    I64,
+    F64,
+    IQ1_M,
+    BF16,
+    TQ1_0,
+    TQ2_0,
+    MXFP4,
+}
+
+impl GgmlType {
+    /// The type with ggml id `id`, or `None` for ids ggml never assigned or retired.
+    pub fn from_id(id: u32) -> Option<Self> {
+        use GgmlType::*;
+        Some(match id {
+            0 => F32,
+            1 => F16,
+            2 => Q4_0,
+            3 => Q4_1,
+            6 => Q5_0,
+            7 => Q5_1,
+            8 => Q8_0,
+            9 => Q8_1,
+            10 => Q2_K,
+            11 => Q3_K,
+            12 => Q4_K,
+            13 => Q5_K,
+            14 => Q6_K,
+            15 => Q8_K,
+            16 => IQ2_XXS,
+            17 => IQ2_XS,
+            18 => IQ3_XXS,
+            19 => IQ1_S,
+            20 => IQ4_NL,
+            21 => IQ3_S,
+            22 => IQ2_S,
+            23 => IQ4_XS,
+            24 => I8,
+            25 => I16,
+            26 => I32,
+            27 => I64,
+            28 => F64,
+            29 => IQ1_M,
+            30 => BF16,
+            34 => TQ1_0,
+            35 => TQ2_0,
+            39 => MXFP4,
+            _ => return None,
+        })
+    }
+
+    /// `(elements per block, bytes per block)`, as in ggml's type traits.
+    pub fn block_layout(self) -> (usize, usize) {
+        use GgmlType::*;
+        match self {
+            F32 | I32 => (1, 4),
+            F16 | BF16 | I16 => (1, 2),
+            I8 => (1, 1),
+            I64 | F64 => (1, 8),
+            Q4_0 | IQ4_NL => (32, 2 + 16),
+            Q4_1 => (32, 2 + 2 + 16),
+            Q5_0 => (32, 2 + 4 + 16),
+            Q5_1 => (32, 2 + 2 + 4 + 16),
+            Q8_0 => (32, 2 + 32),
+            Q8_1 => (32, 4 + 4 + 32),
+            MXFP4 => (32, 1 + 16),
+            Q2_K => (QK_K, 2 + 2 + QK_K / 16 + QK_K / 4),
+            Q3_K => (QK_K, 2 + QK_K / 4 + QK_K / 8 + 12),
+            Q4_K => (QK_K, 2 + 2 + QK_K / 2 + 12),
+            Q5_K => (QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12),
+            Q6_K => (QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16),
+            Q8_K => (QK_K, 4 + QK_K + QK_K / 8),
+            IQ2_XXS => (QK_K, 2 + QK_K / 4),
+            IQ2_XS => (QK_K, 2 + QK_K / 4 + QK_K / 32),
+            IQ3_XXS => (QK_K, 2 + QK_K / 4 + QK_K / 8),
+            IQ1_S => (QK_K, 2 + QK_K / 8 + QK_K / 16),
+            IQ3_S => (QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4),
+            IQ2_S => (QK_K, 2 + QK_K / 4 + QK_K / 16),
+            IQ4_XS => (QK_K, 2 + 2 + QK_K / 2 + QK_K / 64),
+            IQ1_M => (QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32),
+            TQ1_0 => (QK_K, 2 + 4 * 13),
+            TQ2_0 => (QK_K, 2 + 64),
+        }
+    }
+}
+
+/// Decodes `data`, a whole number of `ty` blocks, to f32. `tensor` only names the tensor in errors.
+pub fn dequantize(tensor: &str, ty: GgmlType, data: &[u8]) -> Result<Vec<f32>> {
+    let decode: fn(&[u8], &mut Vec<f32>) = match ty {
+        GgmlType::F32 => |b, out| out.push(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        GgmlType::F16 => |b, out| out.push(f16_at(b, 0)),
+        GgmlType::BF16 => |b, out| out.push(bf16::from_le_bytes([b[0], b[1]]).to_f32()),
+        GgmlType::Q8_0 => q8_0,
+        GgmlType::Q4_0 => q4_0,
+        GgmlType::Q4_1 => q4_1,
+        GgmlType::Q5_0 => q5_0,
+        GgmlType::Q5_1 => q5_1,
+        GgmlType::Q4_K => q4_k,
+        GgmlType::Q5_K => q5_k,
+        GgmlType::Q6_K => q6_k,
+        _ => {
+            return Err(WispError::UnsupportedWeights(format!(
+                "tensor '{tensor}' has ggml type {ty:?}, which this reader cannot dequantize \
+                 (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)"
+            )))
+        }
+    };
+    let (block_len, block_bytes) = ty.block_layout();
+    if data.len() % block_bytes != 0 {
+        return Err(WispError::InvalidWeights(format!(
+            "tensor '{tensor}' has {} bytes, not a whole number of {ty:?} blocks of {block_bytes} bytes",
+            data.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(data.len() / block_bytes * block_len);
+    for block in data.chunks_exact(block_bytes) {
+        decode(block, &mut out);
+    }
+    Ok(out)
+}
+
+/// Little-endian f16 at `at`. Callers pass blocks of the exact layout size, so `at + 1` is in range.
+fn f16_at(block: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
+}
+
+/// `d: f16, qs: [i8; 32]`; x = q * d.
+fn q8_0(b: &[u8], out: &mut Vec<f32>) {
+    let d = f16_at(b, 0);
+    out.extend(b[2..34].iter().map(|&q| f32::from(q as i8) * d));
+}
+
+/// `d: f16, qs: [u8; 16]` of nibbles, low nibbles first; x = (q - 8) * d.
+fn q4_0(b: &[u8], out: &mut Vec<f32>) {
+    let d = f16_at(b, 0);
+    let qs = &b[2..18];
+    out.extend(qs.iter().map(|&q| f32::from((q & 0x0F) as i8 - 8) * d));
+    out.extend(qs.iter().map(|&q| f32::from((q >> 4) as i8 - 8) * d));
+}
+
+/// `d: f16, m: f16, qs: [u8; 16]`; x = q * d + m.
+fn q4_1(b: &[u8], out: &mut Vec<f32>) {
+    let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+    let qs = &b[4..20];
+    out.extend(qs.iter().map(|&q| d * f32::from(q & 0x0F) + m));
+    out.extend(qs.iter().map(|&q| d * f32::from(q >> 4) + m));
+}
+
+/// The 5-bit values of a Q5_0/Q5_1 block: low nibbles from `qs`, bit 4 of element `i` is bit `i` of `qh`.
+fn five_bit(qh: &[u8], qs: &[u8]) -> [u8; 32] {
+    let qh = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
+    let mut q = [0u8; 32];
+    for (j, &byte) in qs.iter().enumerate() {
+        q[j] = (byte & 0x0F) | ((((qh >> j) & 1) as u8) << 4);
+        q[j + 16] = (byte >> 4) | ((((qh >> (j + 16)) & 1) as u8) << 4);
+    }
+    q
+}
+
+/// `d: f16, qh: u32, qs: [u8; 16]`; x = (q - 16) * d.
+fn q5_0(b: &[u8], out: &mut Vec<f32>) {
+    let d = f16_at(b, 0);
+    let q = five_bit(&b[2..6], &b[6..22]);
+    out.extend(q.iter().map(|&q| d * f32::from(q as i8 - 16)));
+}
+
+/// `d: f16, m: f16, qh: u32, qs: [u8; 16]`; x = q * d + m.
+fn q5_1(b: &[u8], out: &mut Vec<f32>) {
+    let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+    let q = five_bit(&b[4..8], &b[8..24]);
+    out.extend(q.iter().map(|&q| d * f32::from(q) + m));
+}
+
+/// Unpacks the 8 six-bit (scale, min) pairs of a Q4_K/Q5_K super-block from its 12 scale bytes.
+fn k_scales(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let (mut sc, mut mn) = ([0u8; 8], [0u8; 8]);
+    for j in 0..4 {
+        sc[j] = s[j] & 0x3F;
+        mn[j] = s[j + 4] & 0x3F;
+        sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 2) & 0x30);
+        mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 2) & 0x30);
+    }
+    (sc, mn)
+}
+
+/// `d: f16, dmin: f16, scales: [u8; 12], qs: [u8; 128]`: 8 sub-blocks of 32; sub-blocks 2c and 2c+1 are
+/// the low and high nibbles of `qs[32c..32c + 32]`; x = (d * sc) * q - dmin * m.
+fn q4_k(b: &[u8], out: &mut Vec<f32>) {
+    let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+    let (sc, mn) = k_scales(&b[4..16]);
+    let qs = &b[16..144];
+    for sub in 0..8 {
+        let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
+        let bytes = &qs[32 * (sub / 2)..32 * (sub / 2) + 32];
+        let shift = 4 * (sub % 2);
+        out.extend(
+            bytes
+                .iter()
+                .map(|&q| dl * f32::from((q >> shift) & 0x0F) - ml),
+        );
+    }
+}
+
+/// Q4_K plus `qh: [u8; 32]` (after the scales): bit `sub` of `qh[l]` is bit 4 of element `l` of sub-block
+/// `sub`.
+fn q5_k(b: &[u8], out: &mut Vec<f32>) {
+    let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+    let (sc, mn) = k_scales(&b[4..16]);
+    let qh = &b[16..48];
+    let qs = &b[48..176];
+    for sub in 0..8 {
+        let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
+        let bytes = &qs[32 * (sub / 2)..32 * (sub / 2) + 32];
+        let shift = 4 * (sub % 2);
+        out.extend(bytes.iter().zip(qh).map(|(&q, &h)| {
+            let q = ((q >> shift) & 0x0F) | (((h >> sub) & 1) << 4);
+            dl * f32::from(q) - ml
+        }));
+    }
+}
+
+/// `ql: [u8; 128], qh: [u8; 64], scales: [i8; 16], d: f16`; element `i = 128h + 32k + l` takes nibble
+/// `k / 2` of `ql[64h + 32(k % 2) + l]` and bits `2k..2k+2` of `qh[32h + l]`; x = (d * scale[i / 16]) *
+/// (q - 32).
+fn q6_k(b: &[u8], out: &mut Vec<f32>) {
+    let (ql, qh, scales) = (&b[0..128], &b[128..192], &b[192..208]);
+    let d = f16_at(b, 208);
+    for i in 0..QK_K {
+        let (h, k, l) = (i / 128, (i % 128) / 32, i % 32);
+        let low = (ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
+        let high = (qh[32 * h + l] >> (2 * k)) & 0x03;
+        let q = (low | (high << 4)) as i8 - 32;
+        let scale = d * f32::from(scales[i / 16] as i8);
+        out.push(scale * f32::from(q));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_id_has_a_layout() {
+        for id in 0..64 {
+            if let Some(ty) = GgmlType::from_id(id) {
+                let (n, bytes) = ty.block_layout();
+                assert!(n > 0 && bytes > 0, "{ty:?}");
+            }
+        }
+        assert_eq!(GgmlType::from_id(4), None, "Q4_2 was retired");
+        assert_eq!(GgmlType::Q6_K.block_layout(), (256, 210));
+        assert_eq!(GgmlType::Q4_K.block_layout(), (256, 144));
+    }
+
+    #[test]
+    fn unsupported_type_names_tensor_and_type() {
+        let err = dequantize("blk.0.ffn_up.weight", GgmlType::Q2_K, &[0; 84]).unwrap_err();
+        assert_eq!(err.code(), "UNSUPPORTED_WEIGHTS");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("blk.0.ffn_up.weight") && msg.contains("Q2_K"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn partial_block_is_invalid() {
+        let err = dequantize("w", GgmlType::Q8_0, &[0; 35]).unwrap_err();
+        assert_eq!(err.code(), "INVALID_WEIGHTS");
+    }
+
+    #[test]
+    fn q8_0_by_hand() {
+        let mut block = vec![0u8; 34];
+        block[..2].copy_from_slice(&f16::from_f32(0.5).to_le_bytes());
+        block[2] = 4;
+        block[3] = (-6i8) as u8;
+        let x = dequantize("w", GgmlType::Q8_0, &block).unwrap();
+        assert_eq!(&x[..3], &[2.0, -3.0, 0.0]);
+    }
+}
