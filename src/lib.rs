@@ -10,6 +10,7 @@ mod facade;
 pub mod generate;
 pub mod graph;
 pub mod model;
+pub mod text;
 pub mod weights;
 
 pub use error::{Result, WispError};

@@ -98,27 +98,25 @@ class Graph:
         return self.op("Add", y, self.const(bias)) if bias is not None else y
 
 
-def reference_graph(cfg, w, n):
+def reference_graph(cfg, w):
+    """A standard-op ONNX graph of the whole model over a sequence of any length n.
+
+    Inputs: ids [n] (int64), cos and sin [1, n, dh] (rotary tables), causal [n, n] (0 or -inf)."""
     d, h, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     dh = cfg.get("head_dim", d // h)
     eps = cfg["rms_norm_eps"]
     g = Graph()
     x = g.op("Gather", g.const(w["model.embed_tokens.weight"]), "ids", axis=0)  # [n, d]
-    inv_freq = 1.0 / (cfg["rope_theta"] ** (np.arange(0, dh, 2, dtype=np.float64) / dh))
-    freqs = np.outer(np.arange(n, dtype=np.float64), inv_freq)
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    cos, sin = g.const(np.cos(emb)[None]), g.const(np.sin(emb)[None])  # [1, n, dh]
-    causal = g.const(np.triu(np.full((n, n), -np.inf, dtype=np.float32), 1))
     half = dh // 2
 
     def rope(t):  # t: [heads, n, dh]
         lo = g.op("Slice", t, g.const([0], np.int64), g.const([half], np.int64), g.const([2], np.int64))
         hi = g.op("Slice", t, g.const([half], np.int64), g.const([dh], np.int64), g.const([2], np.int64))
         rot = g.op("Concat", g.op("Neg", hi), lo, axis=2)
-        return g.op("Add", g.op("Mul", t, cos), g.op("Mul", rot, sin))
+        return g.op("Add", g.op("Mul", t, "cos"), g.op("Mul", rot, "sin"))
 
     def heads(t, count):  # [n, count*dh] -> [count, n, dh]
-        return g.op("Transpose", g.op("Reshape", t, g.const([n, count, dh], np.int64)), perm=[1, 0, 2])
+        return g.op("Transpose", g.op("Reshape", t, g.const([0, count, dh], np.int64)), perm=[1, 0, 2])
 
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -134,9 +132,9 @@ def reference_graph(cfg, w, n):
         group = g.const(np.arange(h) // (h // kv), np.int64)
         k, v = g.op("Gather", k, group, axis=0), g.op("Gather", v, group, axis=0)
         scores = g.op("Mul", g.op("MatMul", q, g.op("Transpose", k, perm=[0, 2, 1])), g.const(1.0 / np.sqrt(dh)))
-        probs = g.op("Softmax", g.op("Add", scores, causal), axis=-1)
+        probs = g.op("Softmax", g.op("Add", scores, "causal"), axis=-1)
         att = g.op("Reshape", g.op("Transpose", g.op("MatMul", probs, v), perm=[1, 0, 2]),
-                   g.const([n, h * dh], np.int64))
+                   g.const([0, h * dh], np.int64))
         x = g.op("Add", x, g.linear(att, w[p + "self_attn.o_proj.weight"]))
         m = g.rms_norm(x, g.const(w[p + "post_attention_layernorm.weight"]), eps)
         gate = g.linear(m, w[p + "mlp.gate_proj.weight"])
@@ -145,12 +143,39 @@ def reference_graph(cfg, w, n):
     x = g.rms_norm(x, g.const(w["model.norm.weight"]), eps)
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
     g.nodes.append(helper.make_node("MatMul", [x, g.const(head.T)], ["logits"]))
+    f32 = lambda name, dims: helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
     graph = helper.make_graph(
-        g.nodes, "reference", [helper.make_tensor_value_info("ids", TensorProto.INT64, [n])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [n, cfg["vocab_size"]])], g.inits)
+        g.nodes, "reference",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"]), f32("cos", [1, "n", dh]),
+         f32("sin", [1, "n", dh]), f32("causal", ["n", "n"])],
+        [f32("logits", ["n", cfg["vocab_size"]])], g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     return model
+
+
+class Reference:
+    """onnxruntime over the reference graph; `logits(ids)` is [len(ids), vocab]."""
+
+    def __init__(self, cfg, w):
+        self.cfg = cfg
+        model = reference_graph(cfg, w)
+        opts = ort.SessionOptions()
+        self.sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+    def logits(self, ids):
+        cfg, n = self.cfg, len(ids)
+        dh = cfg.get("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+        inv_freq = 1.0 / (cfg["rope_theta"] ** (np.arange(0, dh, 2, dtype=np.float64) / dh))
+        freqs = np.outer(np.arange(n, dtype=np.float64), inv_freq)
+        emb = np.concatenate([freqs, freqs], axis=-1)
+        feeds = {
+            "ids": np.asarray(ids, dtype=np.int64),
+            "cos": np.cos(emb)[None].astype(np.float32),
+            "sin": np.sin(emb)[None].astype(np.float32),
+            "causal": np.triu(np.full((n, n), -np.inf, dtype=np.float32), 1),
+        }
+        return self.sess.run(["logits"], feeds)[0]
 
 
 def main():
@@ -161,10 +186,9 @@ def main():
         save_file(w, str(OUT / f"{name}.safetensors"))
         (OUT / f"{name}.config.json").write_text(json.dumps(cfg, indent=1) + "\n")
         cases = []
+        reference = Reference(cfg, w)
         for ids in SEQUENCES:
-            model = reference_graph(cfg, w, len(ids))
-            sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-            (logits,) = sess.run(["logits"], {"ids": np.asarray(ids, dtype=np.int64)})
+            logits = reference.logits(ids)
             cases.append({"tokens": ids, "logits": np.round(logits, 6).tolist(),
                           "argmax": logits.argmax(-1).tolist()})
         doc = {"reference": f"onnxruntime {ort.__version__} (CPUExecutionProvider), standard-op graph",

