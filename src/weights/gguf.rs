@@ -514,7 +514,7 @@ fn locate<'a>(
         .ok_or_else(|| bad(format!("dims {dims:?} overflow")))?;
     let (block_len, block_bytes) = ty.block_layout();
     let row = dims.first().copied().unwrap_or(1);
-    if row % block_len != 0 {
+    if !row.is_multiple_of(block_len) {
         return Err(bad(format!(
             "row length {row} is not a multiple of the {ty:?} block size {block_len}"
         )));
@@ -696,5 +696,194 @@ impl<'a> Reader<'a> {
         })?;
         let offset = self.u64()?;
         Ok((name, dims, ty, offset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(version: u32, n_tensors: u64, n_kv: u64) -> Vec<u8> {
+        let mut b = MAGIC.to_vec();
+        b.extend(version.to_le_bytes());
+        b.extend(n_tensors.to_le_bytes());
+        b.extend(n_kv.to_le_bytes());
+        b
+    }
+
+    fn put_str(b: &mut Vec<u8>, s: &str) {
+        b.extend((s.len() as u64).to_le_bytes());
+        b.extend(s.as_bytes());
+    }
+
+    fn put_tensor(b: &mut Vec<u8>, name: &str, dims: &[u64], ty: u32, offset: u64) {
+        put_str(b, name);
+        b.extend((dims.len() as u32).to_le_bytes());
+        dims.iter().for_each(|d| b.extend(d.to_le_bytes()));
+        b.extend(ty.to_le_bytes());
+        b.extend(offset.to_le_bytes());
+    }
+
+    /// One F32 tensor of `n` elements at data offset `offset`, with `data_len` data bytes after padding.
+    fn one_tensor(n: u64, ty: u32, offset: u64, data_len: usize) -> Vec<u8> {
+        let mut b = header(3, 1, 0);
+        put_tensor(&mut b, "w", &[n], ty, offset);
+        b.resize(b.len().next_multiple_of(DEFAULT_ALIGNMENT) + data_len, 0);
+        b
+    }
+
+    fn code(bytes: &[u8]) -> &'static str {
+        GgufFile::parse(bytes).unwrap_err().code()
+    }
+
+    #[test]
+    fn minimal_file_uses_default_alignment() {
+        let b = one_tensor(4, 0, 0, 16);
+        let f = GgufFile::parse(&b).unwrap();
+        assert_eq!(f.alignment(), 32);
+        assert_eq!(f.data_offset(), 64);
+        assert_eq!(f.tensor("w").unwrap().to_f32().unwrap(), vec![0.0; 4]);
+        // No tensors: the data section may be absent altogether.
+        assert!(GgufFile::parse(&header(3, 0, 0))
+            .unwrap()
+            .tensors()
+            .is_empty());
+    }
+
+    #[test]
+    fn empty_and_wrong_magic() {
+        assert_eq!(code(b""), "INVALID_WEIGHTS");
+        let mut b = one_tensor(4, 0, 0, 16);
+        b[0] = b'X';
+        let err = GgufFile::parse(&b).unwrap_err();
+        assert_eq!(err.code(), "INVALID_WEIGHTS");
+        assert!(err.to_string().contains("magic"), "{err}");
+    }
+
+    #[test]
+    fn versions() {
+        for (v, needle) in [
+            (1, "version 1"),
+            (4, "version 4"),
+            (0x0300_0000, "big-endian"),
+        ] {
+            let err = GgufFile::parse(&header(v, 0, 0)).unwrap_err();
+            assert_eq!(err.code(), "INVALID_WEIGHTS");
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn truncated_header() {
+        let b = header(3, 0, 0);
+        for len in [3, 4, 7, 8, 15, 23] {
+            assert_eq!(code(&b[..len]), "INVALID_WEIGHTS", "{len}");
+        }
+    }
+
+    #[test]
+    fn huge_counts_fail_before_allocating() {
+        let err = GgufFile::parse(&header(3, 1 << 60, 0)).unwrap_err();
+        assert_eq!(err.code(), "INVALID_WEIGHTS");
+        assert!(err.to_string().contains("tensor count"), "{err}");
+        assert_eq!(code(&header(3, 0, u64::MAX)), "INVALID_WEIGHTS");
+
+        // A key whose declared length is far beyond the file.
+        let mut b = header(3, 0, 1);
+        b.extend((1u64 << 62).to_le_bytes());
+        b.extend([0; 16]);
+        let err = GgufFile::parse(&b).unwrap_err();
+        assert!(err.to_string().contains("longer than the rest"), "{err}");
+
+        // Arrays claiming 2^61 strings, numbers or arrays.
+        for elem in [T_STRING, T_U64, T_ARRAY] {
+            let mut b = header(3, 0, 1);
+            put_str(&mut b, "k");
+            b.extend(T_ARRAY.to_le_bytes());
+            b.extend(elem.to_le_bytes());
+            b.extend((1u64 << 61).to_le_bytes());
+            b.extend([0; 32]);
+            assert_eq!(code(&b), "INVALID_WEIGHTS", "{elem}");
+        }
+    }
+
+    #[test]
+    fn deeply_nested_arrays_are_refused() {
+        let mut b = header(3, 0, 1);
+        put_str(&mut b, "k");
+        b.extend(T_ARRAY.to_le_bytes());
+        for _ in 0..10_000 {
+            b.extend(T_ARRAY.to_le_bytes());
+            b.extend(1u64.to_le_bytes());
+        }
+        let err = GgufFile::parse(&b).unwrap_err();
+        assert!(err.to_string().contains("nested"), "{err}");
+    }
+
+    #[test]
+    fn tensor_data_out_of_bounds() {
+        // 4 f32 need 16 bytes; only 15 follow.
+        assert_eq!(code(&one_tensor(4, 0, 0, 15)), "INVALID_WEIGHTS");
+        // Offset past the end, and offsets/dims whose arithmetic would overflow.
+        assert_eq!(code(&one_tensor(4, 0, 32, 16)), "INVALID_WEIGHTS");
+        assert_eq!(code(&one_tensor(4, 0, u64::MAX, 16)), "INVALID_WEIGHTS");
+        assert_eq!(code(&one_tensor(u64::MAX, 0, 0, 16)), "INVALID_WEIGHTS");
+        let mut b = header(3, 1, 0);
+        put_tensor(&mut b, "w", &[1 << 32, 1 << 32, 1 << 32], 0, 0);
+        assert_eq!(code(&b), "INVALID_WEIGHTS");
+        // A Q8_0 row must hold whole blocks of 32.
+        let err = GgufFile::parse(&one_tensor(16, 8, 0, 34)).unwrap_err();
+        assert!(err.to_string().contains("block size"), "{err}");
+        // More than 4 dims.
+        let mut b = header(3, 1, 0);
+        put_tensor(&mut b, "w", &[1; 5], 0, 0);
+        assert_eq!(code(&b), "INVALID_WEIGHTS");
+    }
+
+    #[test]
+    fn unknown_ggml_type_names_tensor_and_id() {
+        let err = GgufFile::parse(&one_tensor(4, 99, 0, 16)).unwrap_err();
+        assert_eq!(err.code(), "UNSUPPORTED_WEIGHTS");
+        assert!(
+            err.to_string().contains("'w'") && err.to_string().contains("99"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_metadata() {
+        // Unknown value type.
+        let mut b = header(3, 0, 1);
+        put_str(&mut b, "k");
+        b.extend(13u32.to_le_bytes());
+        b.extend([0; 8]);
+        assert_eq!(code(&b), "INVALID_WEIGHTS");
+        // Duplicate key.
+        let mut b = header(3, 0, 2);
+        for _ in 0..2 {
+            put_str(&mut b, "k");
+            b.extend(T_U8.to_le_bytes());
+            b.push(1);
+        }
+        assert!(GgufFile::parse(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("twice"));
+        // Alignment that is not a power of two.
+        let mut b = header(3, 0, 1);
+        put_str(&mut b, "general.alignment");
+        b.extend(T_U32.to_le_bytes());
+        b.extend(48u32.to_le_bytes());
+        assert_eq!(code(&b), "INVALID_WEIGHTS");
+        // Invalid UTF-8 in a key.
+        let mut b = header(3, 0, 1);
+        b.extend(1u64.to_le_bytes());
+        b.push(0xFF);
+        b.extend(T_U8.to_le_bytes());
+        b.push(1);
+        assert!(GgufFile::parse(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("UTF-8"));
     }
 }

@@ -14,6 +14,7 @@ use gguf::{GgufFile, Metadata};
 use safetensors::SafetensorsFile;
 
 /// A weights file of either format, borrowing from its bytes.
+#[derive(Debug)]
 pub enum Weights<'a> {
     Gguf(GgufFile<'a>),
     Safetensors(SafetensorsFile<'a>),

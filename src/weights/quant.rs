@@ -147,7 +147,7 @@ pub fn dequantize(tensor: &str, ty: GgmlType, data: &[u8]) -> Result<Vec<f32>> {
         }
     };
     let (block_len, block_bytes) = ty.block_layout();
-    if data.len() % block_bytes != 0 {
+    if !data.len().is_multiple_of(block_bytes) {
         return Err(WispError::InvalidWeights(format!(
             "tensor '{tensor}' has {} bytes, not a whole number of {ty:?} blocks of {block_bytes} bytes",
             data.len()

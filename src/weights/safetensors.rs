@@ -6,6 +6,7 @@ use crate::{Result, WispError};
 use safetensors::{Dtype, SafeTensors};
 
 /// A parsed safetensors file borrowing from its bytes.
+#[derive(Debug)]
 pub struct SafetensorsFile<'a> {
     inner: SafeTensors<'a>,
     /// Sorted, so the order does not depend on the crate's hash map.
