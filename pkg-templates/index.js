@@ -1,6 +1,10 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
 import initCore, * as core from "./wisp_core.js";
+import { WispError } from "./errors.js";
+import { clearModelCache, fetchBytes } from "./fetch.js";
+
+export { WispError, clearModelCache };
 
 let ready = null;
 
@@ -19,18 +23,9 @@ export function init(options = {}) {
   return ready;
 }
 
-/** Errors thrown by this package: `code` is stable and documented in README. */
-export class WispError extends Error {
-  constructor(code, message) {
-    super(message);
-    this.name = "WispError";
-    this.code = code;
-  }
-}
-
 // The core rejects with plain Errors named "WispError" that carry a code; give them our class.
 function rethrow(e) {
-  if (e instanceof WispError) throw e;
+  if (e instanceof WispError || e?.name === "AbortError") throw e;
   if (e && e.name === "WispError" && typeof e.code === "string") throw new WispError(e.code, e.message);
   throw new WispError("INTERNAL", `unexpected failure inside Wisp: ${e?.message ?? e}`);
 }
@@ -47,17 +42,6 @@ async function call(fn) {
 /** Describes the page's WebGPU adapter; rejects with code `WEBGPU_UNAVAILABLE` (and why) when there is none. */
 export function adapterInfo() {
   return call(() => core.adapterInfo());
-}
-
-async function fetchBytes(url) {
-  let response;
-  try {
-    response = await fetch(url);
-  } catch (e) {
-    throw new WispError("FETCH_FAILED", `could not fetch ${url}: ${e?.message ?? e}`);
-  }
-  if (!response.ok) throw new WispError("FETCH_FAILED", `could not fetch ${url}: HTTP ${response.status}`);
-  return new Uint8Array(await response.arrayBuffer());
 }
 
 function toBytes(source) {
@@ -77,7 +61,7 @@ export class GraphSession {
 
   /** `source`: the model's bytes (Uint8Array, ArrayBuffer) or a URL to fetch them from. */
   static async create(source) {
-    const bytes = toBytes(source) ?? (await fetchBytes(source));
+    const bytes = toBytes(source) ?? (await fetchBytes(source, { cache: false }));
     return new GraphSession(await call(() => core.GraphSession.create(bytes)));
   }
 
@@ -111,5 +95,147 @@ export class GraphSession {
   close() {
     this.#inner?.free();
     this.#inner = null;
+  }
+}
+
+/** Parses and checks a bundle manifest; rejects with INVALID_MANIFEST naming the problem. */
+export async function parseManifest(text) {
+  return call(() => core.parseManifest(text));
+}
+
+async function resolveSource(source, fetchOptions) {
+  const get = (item, sha256) => toBytes(item) ?? fetchBytes(item, { ...fetchOptions, sha256 });
+  const text = async (item, sha256) => new TextDecoder().decode(await get(item, sha256));
+  if (toBytes(source) || typeof source === "string" || source instanceof URL) {
+    return { weights: await get(source) };
+  }
+  if (source && source.bundle) {
+    const base = new URL(source.bundle, globalThis.location?.href);
+    const manifest = await parseManifest(await text(base));
+    const at = (file) => new URL(file.path, base);
+    const f = manifest.files;
+    return {
+      manifest,
+      weights: await get(at(f.weights), f.weights.sha256),
+      tokenizer: f.tokenizer ? await get(at(f.tokenizer), f.tokenizer.sha256) : undefined,
+      config: f.config ? await text(at(f.config), f.config.sha256) : undefined,
+      chatTemplate: f.chat_template ? await text(at(f.chat_template), f.chat_template.sha256) : undefined,
+      contextLen: manifest.context_length,
+    };
+  }
+  if (source && source.weights) {
+    const config = source.config;
+    return {
+      weights: await get(source.weights),
+      tokenizer: source.tokenizer ? await get(source.tokenizer) : undefined,
+      config: config === undefined || typeof config === "string" ? config : JSON.stringify(config),
+      chatTemplate: source.chatTemplate,
+    };
+  }
+  throw new WispError(
+    "INVALID_INPUT",
+    "Model.load takes a GGUF URL or bytes, { bundle: manifestUrl }, or { weights, tokenizer, config, chatTemplate }",
+  );
+}
+
+/**
+ * A decoder language model on the GPU, with its tokenizer, chat template and key/value cache.
+ * Calls that run the model take turns: a second `forward` while one runs rejects with BUSY.
+ */
+export class Model {
+  #inner;
+  #manifest;
+
+  constructor(inner, manifest) {
+    this.#inner = inner;
+    this.#manifest = manifest;
+  }
+
+  /**
+   * `source`: a GGUF URL or bytes; `{ bundle: "…/manifest.json" }`; or `{ weights, tokenizer, config,
+   * chatTemplate }` (URLs or bytes; `config` a config.json object or text). `options`: `{ onProgress,
+   * signal, cache (default true), chunkLen, contextLen }`. Progress events: `{ phase: "download", file,
+   * loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
+   */
+  static async load(source, options = {}) {
+    const { onProgress, signal, cache = true, chunkLen, contextLen } = options;
+    await init();
+    const spec = await resolveSource(source, { onProgress, signal, cache });
+    if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
+    onProgress?.({ phase: "build" });
+    const inner = await call(() =>
+      core.Model.load(spec.weights, spec.tokenizer, {
+        config: spec.config,
+        chatTemplate: spec.chatTemplate,
+        chunkLen,
+        contextLen: contextLen ?? spec.contextLen,
+      }),
+    );
+    if (signal?.aborted) {
+      inner.free();
+      throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
+    }
+    onProgress?.({ phase: "ready" });
+    return new Model(inner, spec.manifest);
+  }
+
+  #core() {
+    if (!this.#inner) throw new WispError("SESSION_CLOSED", "this model was closed");
+    return this.#inner;
+  }
+
+  /** The bundle manifest, when loaded from one. */
+  get manifest() {
+    return this.#manifest;
+  }
+
+  get config() {
+    return this.#core().config;
+  }
+
+  /** Tokens in the cache: the position of the next token. */
+  get length() {
+    return this.#core().length;
+  }
+
+  get contextLength() {
+    return this.#core().contextLength;
+  }
+
+  encode(text) {
+    return wrapSync(() => this.#core().encode(text));
+  }
+
+  decode(ids) {
+    return wrapSync(() => this.#core().decode(Uint32Array.from(ids)));
+  }
+
+  /** Renders `[{ role, content }]` with the model's chat template. */
+  renderChat(messages, { tools, addGenerationPrompt = true } = {}) {
+    return wrapSync(() => this.#core().renderChat(messages, tools, addGenerationPrompt));
+  }
+
+  /** Appends `ids` to the cache; resolves to their logits (`ids.length` rows of the vocabulary size). */
+  async forward(ids) {
+    return call(() => this.#core().forward(Uint32Array.from(ids)));
+  }
+
+  /** Drops the cached tokens from `position` on. */
+  seek(position) {
+    wrapSync(() => this.#core().seek(position));
+  }
+
+  /** Frees the model's GPU device and memory now. */
+  close() {
+    this.#inner?.free();
+    this.#inner = null;
+  }
+}
+
+function wrapSync(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    rethrow(e);
   }
 }

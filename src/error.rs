@@ -30,6 +30,12 @@ pub enum WispError {
     /// The caller's inputs do not fit the model (unknown name, missing input, wrong element count).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A bundle manifest that is malformed, has missing or unknown fields, or unsafe paths.
+    #[error("invalid bundle manifest: {0}")]
+    InvalidManifest(String),
+    /// The object is in use by a call that has not finished (calls on one model run one at a time).
+    #[error("busy: {0}")]
+    Busy(String),
     /// More tokens than the cache holds.
     #[error("context overflow: {0}")]
     ContextOverflow(String),
@@ -56,6 +62,8 @@ impl WispError {
             WispError::InvalidModel(_) => "INVALID_MODEL",
             WispError::InvalidInput(_) => "INVALID_INPUT",
             WispError::ContextOverflow(_) => "CONTEXT_OVERFLOW",
+            WispError::Busy(_) => "BUSY",
+            WispError::InvalidManifest(_) => "INVALID_MANIFEST",
             WispError::InvalidWeights(_) => "INVALID_WEIGHTS",
             WispError::UnsupportedWeights(_) => "UNSUPPORTED_WEIGHTS",
         }
@@ -78,6 +86,8 @@ mod tests {
             WispError::InvalidModel("x".into()),
             WispError::InvalidInput("x".into()),
             WispError::ContextOverflow("x".into()),
+            WispError::Busy("x".into()),
+            WispError::InvalidManifest("x".into()),
             WispError::InvalidWeights("x".into()),
             WispError::UnsupportedWeights("x".into()),
         ];

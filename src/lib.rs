@@ -4,6 +4,7 @@
 //! that JavaScript sees.
 
 pub mod backend;
+pub mod bundle;
 pub mod error;
 #[cfg(target_arch = "wasm32")]
 mod facade;

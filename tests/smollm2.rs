@@ -34,7 +34,9 @@ struct Reference {
 }
 
 fn argmax(v: &[f32]) -> u32 {
-    v.iter().enumerate().fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
+    v.iter()
+        .enumerate()
+        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
 }
 
 #[test]
@@ -43,21 +45,33 @@ fn smollm2_gguf_matches_the_reference() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(root.join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .expect("run tools/fetch-smollm2.sh first");
-    let reference: Reference =
-        serde_json::from_str(&std::fs::read_to_string(root.join("tests/fixtures/smollm2/reference.json")).unwrap())
-            .unwrap();
+    let reference: Reference = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/fixtures/smollm2/reference.json")).unwrap(),
+    )
+    .unwrap();
 
     let started = Instant::now();
     let (config, mut weights) = ModelWeights::load(&bytes, None).expect("GGUF loads");
     let meta = weights.metadata().expect("GGUF metadata");
     let tokenizer = Tokenizer::from_gguf(meta).expect("tokenizer from GGUF metadata");
     let template = ChatTemplate::new(meta.get_str("tokenizer.chat_template").unwrap()).unwrap();
-    let shape = DecoderShape { chunk_len: 2, cache_len: 128 };
-    let mut decoder = pollster::block_on(Decoder::new(&config, &mut weights, shape)).expect("decoder builds");
-    println!("load + build + compile: {:.1} s", started.elapsed().as_secs_f64());
+    let shape = DecoderShape {
+        chunk_len: 2,
+        cache_len: 128,
+    };
+    let mut decoder =
+        pollster::block_on(Decoder::new(&config, &mut weights, shape)).expect("decoder builds");
+    println!(
+        "load + build + compile: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     for case in &reference.cases {
-        let messages: Vec<Message> = case.messages.iter().map(|m| Message::new(&m.role, &m.content)).collect();
+        let messages: Vec<Message> = case
+            .messages
+            .iter()
+            .map(|m| Message::new(&m.role, &m.content))
+            .collect();
         let text = template.render(&messages, None, true).unwrap();
         assert_eq!(text, case.text);
         let ids = tokenizer.encode(&text).unwrap();
@@ -69,7 +83,11 @@ fn smollm2_gguf_matches_the_reference() {
         let prefill = started.elapsed();
         let last = logits.last().unwrap();
         for (&id, &want) in case.top_ids.iter().zip(&case.top_logits) {
-            assert!((last[id] - want).abs() <= 2e-3, "logit of token {id}: {} vs {want}", last[id]);
+            assert!(
+                (last[id] - want).abs() <= 2e-3,
+                "logit of token {id}: {} vs {want}",
+                last[id]
+            );
         }
 
         let started = Instant::now();

@@ -1,11 +1,12 @@
 //! The decoder architectures Wisp runs: Llama / SmolLM2, Qwen2 / 2.5 (q, k, v biases) and Qwen3 (per-head
 //! q and k norms), with grouped-query attention and tied or untied embeddings.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, WispError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Family {
     Llama,
     Qwen2,
@@ -13,7 +14,8 @@ pub enum Family {
 }
 
 /// How rotary embeddings pair the dimensions of a head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RopeStyle {
     /// Hugging Face's `rotate_half`: dimension i pairs with i + head_dim / 2.
     Halves,
@@ -21,7 +23,8 @@ pub enum RopeStyle {
     Interleaved,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ModelConfig {
     pub family: Family,
     pub hidden_size: usize,
@@ -75,9 +78,11 @@ impl ModelConfig {
             "llama" | "mistral" => Family::Llama,
             "qwen2" => Family::Qwen2,
             "qwen3" => Family::Qwen3,
-            other => return Err(WispError::InvalidModel(format!(
+            other => {
+                return Err(WispError::InvalidModel(format!(
                 "config field 'model_type' is '{other}'; supported: llama, mistral, qwen2, qwen3"
-            ))),
+            )))
+            }
         };
         if let Some(scaling) = hf.rope_scaling.filter(|v| !v.is_null()) {
             return Err(WispError::InvalidModel(format!(

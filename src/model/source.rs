@@ -49,7 +49,11 @@ impl<'a> ModelWeights<'a> {
         let config = match (&weights, config_json) {
             (_, Some(json)) => ModelConfig::from_hf_json(json)?,
             (Weights::Gguf(file), None) => {
-                let vocab = weights.shape("token_embd.weight")?.first().copied().unwrap_or(0);
+                let vocab = weights
+                    .shape("token_embd.weight")?
+                    .first()
+                    .copied()
+                    .unwrap_or(0);
                 let tied = file.tensor("output.weight").is_none();
                 config_from_gguf(file.metadata(), vocab, tied)?
             }
@@ -71,8 +75,9 @@ impl<'a> ModelWeights<'a> {
 impl WeightProvider for ModelWeights<'_> {
     fn tensor(&mut self, name: &str, dims: &[usize]) -> Result<Vec<f32>> {
         let file_name = match self.weights {
-            Weights::Gguf(_) => gguf_name(name)
-                .ok_or_else(|| WispError::InvalidModel(format!("no GGUF name for tensor '{name}'")))?,
+            Weights::Gguf(_) => gguf_name(name).ok_or_else(|| {
+                WispError::InvalidModel(format!("no GGUF name for tensor '{name}'"))
+            })?,
             Weights::Safetensors(_) => name.to_string(),
         };
         let shape = self.weights.shape(&file_name)?;
@@ -123,7 +128,11 @@ fn config_from_gguf(meta: &Metadata, vocab_size: usize, tied: bool) -> Result<Mo
         qk_norm: family == Family::Qwen3,
         // llama.cpp permutes the q and k rows of Llama models so that rotary pairs are adjacent; the
         // dot products are unchanged if the rotation pairs them the same way.
-        rope_style: if family == Family::Llama { RopeStyle::Interleaved } else { RopeStyle::Halves },
+        rope_style: if family == Family::Llama {
+            RopeStyle::Interleaved
+        } else {
+            RopeStyle::Halves
+        },
         max_position_embeddings: usize_of("context_length").unwrap_or(2048),
     };
     config.validate()?;
@@ -136,10 +145,22 @@ mod tests {
 
     #[test]
     fn hugging_face_names_map_to_llama_cpp_names() {
-        assert_eq!(gguf_name("model.embed_tokens.weight").as_deref(), Some("token_embd.weight"));
-        assert_eq!(gguf_name("model.layers.11.self_attn.k_proj.bias").as_deref(), Some("blk.11.attn_k.bias"));
-        assert_eq!(gguf_name("model.layers.0.mlp.down_proj.weight").as_deref(), Some("blk.0.ffn_down.weight"));
-        assert_eq!(gguf_name("model.layers.3.self_attn.q_norm.weight").as_deref(), Some("blk.3.attn_q_norm.weight"));
+        assert_eq!(
+            gguf_name("model.embed_tokens.weight").as_deref(),
+            Some("token_embd.weight")
+        );
+        assert_eq!(
+            gguf_name("model.layers.11.self_attn.k_proj.bias").as_deref(),
+            Some("blk.11.attn_k.bias")
+        );
+        assert_eq!(
+            gguf_name("model.layers.0.mlp.down_proj.weight").as_deref(),
+            Some("blk.0.ffn_down.weight")
+        );
+        assert_eq!(
+            gguf_name("model.layers.3.self_attn.q_norm.weight").as_deref(),
+            Some("blk.3.attn_q_norm.weight")
+        );
         assert_eq!(gguf_name("model.layers.x"), None);
         assert_eq!(gguf_name("something.else"), None);
     }

@@ -3,12 +3,12 @@
 
 use minijinja::value::Serde;
 use minijinja::{context, Environment, Error, ErrorKind, Value};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, WispError};
 
 /// One chat message as templates expect it (OpenAI-shaped).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: String,
     pub content: String,
@@ -16,7 +16,10 @@ pub struct Message {
 
 impl Message {
     pub fn new(role: &str, content: &str) -> Self {
-        Message { role: role.into(), content: content.into() }
+        Message {
+            role: role.into(),
+            content: content.into(),
+        }
     }
 }
 
@@ -55,7 +58,9 @@ impl ChatTemplate {
                 tools => tools.map(|t| Value::from(Serde(t))),
                 add_generation_prompt,
             })
-            .map_err(|e| WispError::InvalidInput(format!("rendering the chat template failed: {e:#}")))
+            .map_err(|e| {
+                WispError::InvalidInput(format!("rendering the chat template failed: {e:#}"))
+            })
     }
 }
 
@@ -69,7 +74,9 @@ mod tests {
     #[test]
     fn renders_smollm2() {
         let t = ChatTemplate::new(SMOLLM2).unwrap();
-        let text = t.render(&[Message::new("user", "Hi!")], None, true).unwrap();
+        let text = t
+            .render(&[Message::new("user", "Hi!")], None, true)
+            .unwrap();
         assert_eq!(
             text,
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n"
@@ -83,8 +90,14 @@ mod tests {
         )
         .unwrap();
         let tools = serde_json::json!([{"name": "f"}]);
-        assert_eq!(t.render(&[Message::new("user", "  hi ")], Some(&tools), false).unwrap(), "HI[{\"name\": \"f\"}]");
-        let err = t.render(&[Message::new("assistant", "x")], None, false).unwrap_err();
+        assert_eq!(
+            t.render(&[Message::new("user", "  hi ")], Some(&tools), false)
+                .unwrap(),
+            "HI[{\"name\": \"f\"}]"
+        );
+        let err = t
+            .render(&[Message::new("assistant", "x")], None, false)
+            .unwrap_err();
         assert!(err.to_string().contains("first must be user"), "{err}");
     }
 
@@ -92,6 +105,9 @@ mod tests {
     fn a_broken_template_is_named() {
         let err = ChatTemplate::new("{% for x in %}").err().unwrap();
         assert_eq!(err.code(), "INVALID_MODEL");
-        assert!(err.to_string().starts_with("invalid model: chat template"), "{err}");
+        assert!(
+            err.to_string().starts_with("invalid model: chat template"),
+            "{err}"
+        );
     }
 }

@@ -12,7 +12,9 @@ const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}
 
 fn split_for(pre: &str) -> Option<&'static str> {
     match pre {
-        "llama3" | "llama-v3" | "llama-bpe" | "smaug-bpe" | "dbrx" | "falcon3" => Some(LLAMA3_SPLIT),
+        "llama3" | "llama-v3" | "llama-bpe" | "smaug-bpe" | "dbrx" | "falcon3" => {
+            Some(LLAMA3_SPLIT)
+        }
         "qwen2" | "deepseek-r1-qwen" => Some(QWEN2_SPLIT),
         _ => None,
     }
@@ -29,7 +31,8 @@ fn invalid(why: String) -> WispError {
 impl Tokenizer {
     /// Reads a Hugging Face `tokenizer.json`.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
-        let inner = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| invalid(format!("tokenizer.json: {e}")))?;
+        let inner = tokenizers::Tokenizer::from_bytes(bytes)
+            .map_err(|e| invalid(format!("tokenizer.json: {e}")))?;
         Ok(Tokenizer { inner })
     }
 
@@ -45,7 +48,9 @@ impl Tokenizer {
         }
         let tokens = meta.get_str_array("tokenizer.ggml.tokens")?;
         let merges = meta.get_str_array("tokenizer.ggml.merges")?;
-        let types = meta.get_i64_array("tokenizer.ggml.token_type").unwrap_or_default();
+        let types = meta
+            .get_i64_array("tokenizer.ggml.token_type")
+            .unwrap_or_default();
         let mut vocab = Map::with_capacity(tokens.len());
         for (id, token) in tokens.iter().enumerate() {
             vocab.insert((*token).to_string(), json!(id));
@@ -66,7 +71,9 @@ impl Tokenizer {
             Some(pattern) => json!({"type": "Sequence", "pretokenizers": [
                 {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false},
                 {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]}),
-            None => json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}),
+            None => {
+                json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})
+            }
         };
         let doc = json!({
             "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
@@ -82,13 +89,18 @@ impl Tokenizer {
 
     /// Token ids of `text`; special tokens written in the text (`<|im_start|>`) become their ids.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let encoding = self.inner.encode(text, false).map_err(|e| invalid(format!("encode: {e}")))?;
+        let encoding = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| invalid(format!("encode: {e}")))?;
         Ok(encoding.get_ids().to_vec())
     }
 
     /// The text of `ids`, special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner.decode(ids, false).map_err(|e| invalid(format!("decode: {e}")))
+        self.inner
+            .decode(ids, false)
+            .map_err(|e| invalid(format!("decode: {e}")))
     }
 
     pub fn token_id(&self, token: &str) -> Option<u32> {

@@ -1,0 +1,166 @@
+//! The bundle manifest (`manifest.json`), documented in README ("Model bundles").
+//!
+//! Strict on purpose: an unknown field is an error, not ignored, so a typo cannot silently drop a setting.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, WispError};
+
+pub const FORMAT: &str = "wisp-bundle/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleFile {
+    /// Relative to the manifest's URL; no `..`, no scheme, no leading `/`.
+    pub path: String,
+    /// Lowercase hex sha256 of the file's bytes; checked after download when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleFiles {
+    /// GGUF or safetensors.
+    pub weights: BundleFile,
+    /// Hugging Face `config.json`; required with safetensors weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<BundleFile>,
+    /// Hugging Face `tokenizer.json`; GGUF files may carry their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<BundleFile>,
+    /// A Jinja chat template; GGUF files may carry their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<BundleFile>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallFormat {
+    /// `<tool_call>{"name": ..., "arguments": ...}</tool_call>` (Qwen, Hermes, the bundled model).
+    Hermes,
+    /// A bare `{"name": ..., "parameters": ...}` message (Llama 3.x).
+    Llama3Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Always "wisp-bundle/1".
+    pub format: String,
+    pub name: String,
+    pub files: BundleFiles,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_format: Option<ToolCallFormat>,
+    /// Strings that end the model's turn (e.g. `<|im_end|>`).
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// Suggested cache size in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<usize>,
+}
+
+fn invalid(why: String) -> WispError {
+    WispError::InvalidManifest(why)
+}
+
+fn check_file(role: &str, file: &BundleFile) -> Result<()> {
+    let p = &file.path;
+    if p.is_empty()
+        || p.starts_with('/')
+        || p.contains("://")
+        || p.contains('\\')
+        || p.split('/').any(|s| s == "..")
+    {
+        return Err(invalid(format!(
+            "files.{role}.path '{p}' must be a relative path inside the bundle"
+        )));
+    }
+    if let Some(h) = &file.sha256 {
+        if h.len() != 64
+            || !h
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(invalid(format!(
+                "files.{role}.sha256 '{h}' is not 64 lowercase hex digits"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Manifest {
+    pub fn parse(text: &str) -> Result<Self> {
+        let manifest: Manifest =
+            serde_json::from_str(text).map_err(|e| invalid(format!("manifest.json: {e}")))?;
+        if manifest.format != FORMAT {
+            return Err(invalid(format!(
+                "format is '{}'; this version reads '{FORMAT}'",
+                manifest.format
+            )));
+        }
+        if manifest.name.trim().is_empty() {
+            return Err(invalid("name is empty".into()));
+        }
+        let f = &manifest.files;
+        check_file("weights", &f.weights)?;
+        for (role, file) in [
+            ("config", &f.config),
+            ("tokenizer", &f.tokenizer),
+            ("chat_template", &f.chat_template),
+        ] {
+            if let Some(file) = file {
+                check_file(role, file)?;
+            }
+        }
+        if manifest.context_length == Some(0) {
+            return Err(invalid("context_length must be positive".into()));
+        }
+        Ok(manifest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"format": "wisp-bundle/1", "name": "tiny",
+        "files": {"weights": {"path": "model.safetensors", "sha256": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"},
+                  "config": {"path": "config.json"}, "tokenizer": {"path": "tokenizer.json"}},
+        "tool_call_format": "hermes", "stop": ["<|im_end|>"], "context_length": 512}"#;
+
+    #[test]
+    fn reads_a_manifest() {
+        let m = Manifest::parse(GOOD).unwrap();
+        assert_eq!(m.files.weights.path, "model.safetensors");
+        assert_eq!(m.tool_call_format, Some(ToolCallFormat::Hermes));
+        assert_eq!(m.context_length, Some(512));
+    }
+
+    #[test]
+    fn problems_are_named() {
+        let err = |text: &str| Manifest::parse(text).unwrap_err();
+        assert_eq!(err("{").code(), "INVALID_MANIFEST");
+        assert!(err(&GOOD.replace("\"name\": \"tiny\",", ""))
+            .to_string()
+            .contains("missing field `name`"));
+        assert!(err(&GOOD.replace("\"stop\"", "\"stops\""))
+            .to_string()
+            .contains("unknown field `stops`"));
+        assert!(err(&GOOD.replace("wisp-bundle/1", "wisp-bundle/9"))
+            .to_string()
+            .contains("'wisp-bundle/9'"));
+        assert!(err(&GOOD.replace("config.json", "../config.json"))
+            .to_string()
+            .contains("files.config.path"));
+        assert!(err(&GOOD.replace("00112233", "zz112233"))
+            .to_string()
+            .contains("files.weights.sha256"));
+        assert!(err(&GOOD.replace("\"hermes\"", "\"xml\""))
+            .to_string()
+            .contains("unknown variant"));
+    }
+}

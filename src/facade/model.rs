@@ -1,0 +1,199 @@
+//! `Model`: a decoder language model on the GPU with its tokenizer and chat template.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Float32Array, Promise, Uint32Array};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::{to_js, to_js_value};
+use crate::error::{Result, WispError};
+use crate::generate::Decoder;
+use crate::graph::DecoderShape;
+use crate::model::{ModelConfig, ModelWeights};
+use crate::text::{ChatTemplate, Message, Tokenizer};
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LoadOptions {
+    /// `config.json` text (required with safetensors weights).
+    config: Option<String>,
+    chat_template: Option<String>,
+    chunk_len: Option<usize>,
+    context_len: Option<usize>,
+}
+
+struct Inner {
+    decoder: RefCell<Decoder>,
+    tokenizer: Option<Tokenizer>,
+    template: Option<ChatTemplate>,
+    config: ModelConfig,
+}
+
+impl Inner {
+    fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.tokenizer.as_ref().ok_or_else(|| {
+            WispError::InvalidModel("this model was loaded without a tokenizer".into())
+        })
+    }
+}
+
+#[wasm_bindgen]
+pub struct Model {
+    inner: Rc<Inner>,
+}
+
+const DEFAULT_CHUNK: usize = 4;
+const DEFAULT_CONTEXT: usize = 512;
+
+#[wasm_bindgen]
+impl Model {
+    /// Builds and compiles a model from GGUF or safetensors bytes, with an optional `tokenizer.json`.
+    /// `options`: `{ config, chatTemplate, chunkLen, contextLen }`; GGUF files bring their own
+    /// configuration, tokenizer and template.
+    pub async fn load(
+        weights: Vec<u8>,
+        tokenizer: Option<Vec<u8>>,
+        options: JsValue,
+    ) -> std::result::Result<Model, JsValue> {
+        let options: LoadOptions = if options.is_undefined() || options.is_null() {
+            LoadOptions::default()
+        } else {
+            serde_wasm_bindgen::from_value(options)
+                .map_err(|e| to_js(WispError::InvalidInput(format!("Model.load options: {e}"))))?
+        };
+        Self::build(weights, tokenizer, options)
+            .await
+            .map_err(to_js)
+    }
+
+    async fn build(
+        weights: Vec<u8>,
+        tokenizer: Option<Vec<u8>>,
+        options: LoadOptions,
+    ) -> Result<Model> {
+        let (config, mut source) = ModelWeights::load(&weights, options.config.as_deref())?;
+        let tokenizer = match (&tokenizer, source.metadata()) {
+            (Some(json), _) => Some(Tokenizer::from_json(json)?),
+            (None, Some(meta)) if meta.get("tokenizer.ggml.tokens").is_some() => {
+                Some(Tokenizer::from_gguf(meta)?)
+            }
+            _ => None,
+        };
+        let template_text = options.chat_template.clone().or_else(|| {
+            source
+                .metadata()
+                .and_then(|m| m.get_str("tokenizer.chat_template").ok())
+                .map(str::to_string)
+        });
+        let template = template_text
+            .as_deref()
+            .map(ChatTemplate::new)
+            .transpose()?;
+        let context_len = options
+            .context_len
+            .unwrap_or(DEFAULT_CONTEXT.min(config.max_position_embeddings));
+        let shape = DecoderShape {
+            chunk_len: options.chunk_len.unwrap_or(DEFAULT_CHUNK),
+            cache_len: context_len,
+        };
+        let decoder = Decoder::new(&config, &mut source, shape).await?;
+        Ok(Model {
+            inner: Rc::new(Inner {
+                decoder: RefCell::new(decoder),
+                tokenizer,
+                template,
+                config,
+            }),
+        })
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn config(&self) -> std::result::Result<JsValue, JsValue> {
+        to_js_value(&self.inner.config)
+    }
+
+    /// Tokens in the cache: the position the next token gets.
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> std::result::Result<usize, JsValue> {
+        let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
+        Ok(decoder.len())
+    }
+
+    #[wasm_bindgen(getter, js_name = contextLength)]
+    pub fn context_length(&self) -> std::result::Result<usize, JsValue> {
+        let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
+        Ok(decoder.capacity())
+    }
+
+    pub fn encode(&self, text: &str) -> std::result::Result<Uint32Array, JsValue> {
+        let ids = self
+            .inner
+            .tokenizer()
+            .and_then(|t| t.encode(text))
+            .map_err(to_js)?;
+        Ok(Uint32Array::from(ids.as_slice()))
+    }
+
+    pub fn decode(&self, ids: Vec<u32>) -> std::result::Result<String, JsValue> {
+        self.inner
+            .tokenizer()
+            .and_then(|t| t.decode(&ids))
+            .map_err(to_js)
+    }
+
+    /// Renders `[{ role, content }]` (and OpenAI-style tool definitions) with the model's chat template.
+    #[wasm_bindgen(js_name = renderChat)]
+    pub fn render_chat(
+        &self,
+        messages: JsValue,
+        tools: JsValue,
+        add_generation_prompt: bool,
+    ) -> std::result::Result<String, JsValue> {
+        let messages: Vec<Message> = serde_wasm_bindgen::from_value(messages)
+            .map_err(|e| to_js(WispError::InvalidInput(format!("messages: {e}"))))?;
+        let tools: Option<serde_json::Value> = if tools.is_undefined() || tools.is_null() {
+            None
+        } else {
+            Some(
+                serde_wasm_bindgen::from_value(tools)
+                    .map_err(|e| to_js(WispError::InvalidInput(format!("tools: {e}"))))?,
+            )
+        };
+        let template = self.inner.template.as_ref().ok_or_else(|| {
+            to_js(WispError::InvalidModel(
+                "this model has no chat template".into(),
+            ))
+        })?;
+        template
+            .render(&messages, tools.as_ref(), add_generation_prompt)
+            .map_err(to_js)
+    }
+
+    /// Appends `ids` to the cache; resolves to their logits, `ids.length` rows of `vocabSize` values.
+    pub fn forward(&self, ids: Vec<u32>) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let rows = decoder.forward(&ids).await.map_err(to_js)?;
+            let flat: Vec<f32> = rows.concat();
+            Ok(Float32Array::from(flat.as_slice()).into())
+        })
+    }
+
+    /// Drops cached tokens from `position` on.
+    pub fn seek(&self, position: usize) -> std::result::Result<(), JsValue> {
+        let mut decoder = self
+            .inner
+            .decoder
+            .try_borrow_mut()
+            .map_err(|_| to_js(busy()))?;
+        decoder.seek(position).map_err(to_js)
+    }
+}
+
+fn busy() -> WispError {
+    WispError::Busy("the model is running a forward pass; await it first".into())
+}
