@@ -1,6 +1,13 @@
 export type WispErrorCode =
   | "WASM_LOAD"
   | "FETCH_FAILED"
+  | "FETCH_TRUNCATED"
+  | "HASH_MISMATCH"
+  | "INVALID_MANIFEST"
+  | "INVALID_WEIGHTS"
+  | "UNSUPPORTED_WEIGHTS"
+  | "CONTEXT_OVERFLOW"
+  | "BUSY"
   | "WEBGPU_UNAVAILABLE"
   | "GPU_SHADER_COMPILE"
   | "GPU_VALIDATION"
@@ -54,5 +61,95 @@ export class GraphSession {
   run(inputs: Record<string, Float32Array | number[]>): Promise<Record<string, Tensor>>;
   /** Destroys the GPU device as a driver reset would: later runs reject with `GPU_DEVICE_LOST`. */
   loseDevice(): void;
+  close(): void;
+}
+
+/** Forgets every model file kept in the Cache API. */
+export function clearModelCache(): Promise<void>;
+
+export interface BundleFile {
+  path: string;
+  sha256?: string;
+  size?: number;
+}
+
+/** A bundle's manifest.json (format "wisp-bundle/1"), as documented in README. */
+export interface Manifest {
+  format: "wisp-bundle/1";
+  name: string;
+  files: { weights: BundleFile; config?: BundleFile; tokenizer?: BundleFile; chat_template?: BundleFile };
+  tool_call_format?: "hermes" | "llama3_json";
+  stop: string[];
+  context_length?: number;
+}
+
+export function parseManifest(text: string): Promise<Manifest>;
+
+export interface ModelConfig {
+  family: "llama" | "qwen2" | "qwen3";
+  hiddenSize: number;
+  intermediateSize: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  numLayers: number;
+  vocabSize: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  tieWordEmbeddings: boolean;
+  attentionBias: boolean;
+  qkNorm: boolean;
+  ropeStyle: "halves" | "interleaved";
+  maxPositionEmbeddings: number;
+}
+
+export type LoadProgress =
+  | { phase: "download"; file: string; loaded: number; total: number }
+  | { phase: "build" }
+  | { phase: "ready" };
+
+type Bytes = Uint8Array | ArrayBuffer | ArrayBufferView;
+type Source =
+  | string
+  | URL
+  | Bytes
+  | { bundle: string | URL }
+  | { weights: string | URL | Bytes; tokenizer?: string | URL | Bytes; config?: string | object; chatTemplate?: string };
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+export class Model {
+  private constructor();
+  /**
+   * A GGUF URL or bytes; `{ bundle: manifestUrl }`; or `{ weights, tokenizer, config, chatTemplate }`.
+   * Downloads are cached (Cache API) and checked against the manifest's sha256.
+   */
+  static load(
+    source: Source,
+    options?: {
+      onProgress?: (event: LoadProgress) => void;
+      signal?: AbortSignal;
+      cache?: boolean;
+      /** Tokens per GPU call (even, >= 2; default 4). */
+      chunkLen?: number;
+      /** Cache size in tokens (default 512). */
+      contextLen?: number;
+    },
+  ): Promise<Model>;
+  readonly manifest?: Manifest;
+  readonly config: ModelConfig;
+  /** Tokens in the cache: the position of the next token. */
+  readonly length: number;
+  readonly contextLength: number;
+  encode(text: string): Uint32Array;
+  decode(ids: ArrayLike<number>): string;
+  renderChat(messages: ChatMessage[], options?: { tools?: object[]; addGenerationPrompt?: boolean }): string;
+  /** Appends `ids` to the cache; resolves to `ids.length` rows of `config.vocabSize` logits. */
+  forward(ids: ArrayLike<number>): Promise<Float32Array>;
+  /** Drops cached tokens from `position` on. */
+  seek(position: number): void;
   close(): void;
 }
