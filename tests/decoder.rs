@@ -126,6 +126,40 @@ fn check_family(family: &str) {
 }
 
 #[test]
+fn a_new_turn_prefills_only_what_is_new() {
+    let (mut dec, reference) = load(
+        "llama",
+        DecoderShape {
+            chunk_len: 4,
+            cache_len: 32,
+        },
+    );
+    let case = &reference.cases[0];
+    pollster::block_on(async {
+        dec.forward(&case.tokens[..12]).await.unwrap();
+        // The whole conversation so far plus a new turn: only the new tokens run.
+        let kept = dec.reuse_prefix(&case.tokens);
+        assert_eq!(kept, 12);
+        let got = dec.forward(&case.tokens[kept..]).await.unwrap();
+        assert_close(&got, case, 12, "new turn");
+        assert_eq!(dec.tokens(), case.tokens.as_slice());
+
+        // A branch that differs from position 8 on keeps only the shared prefix.
+        let mut branch = case.tokens[..8].to_vec();
+        branch.extend([5, 6]);
+        assert_eq!(dec.reuse_prefix(&branch), 8);
+        assert_eq!(dec.len(), 8);
+
+        // The same prompt again keeps all but its last token, whose logits the caller needs.
+        dec.seek(0).unwrap();
+        dec.forward(&case.tokens[..6]).await.unwrap();
+        assert_eq!(dec.reuse_prefix(&case.tokens[..6]), 5);
+        let got = dec.forward(&case.tokens[5..6]).await.unwrap();
+        assert_close(&got, case, 5, "same prompt");
+    });
+}
+
+#[test]
 fn llama_matches_onnxruntime() {
     check_family("llama");
 }

@@ -17,8 +17,8 @@ pub struct Decoder {
     session: GraphSession,
     config: ModelConfig,
     shape: DecoderShape,
-    /// Tokens whose keys and values are in the cache.
-    len: usize,
+    /// The tokens whose keys and values are in the cache, in order.
+    history: Vec<u32>,
     past_k: Vec<Vec<f32>>,
     past_v: Vec<Vec<f32>>,
     past_names: Vec<(String, String)>,
@@ -60,7 +60,7 @@ impl Decoder {
             session,
             config: config.clone(),
             shape,
-            len: 0,
+            history: Vec::with_capacity(s),
             past_k: vec![vec![0.0; s * kv * dh]; layers],
             past_v: vec![vec![0.0; s * kv * dh]; layers],
             past_names: (0..layers)
@@ -81,11 +81,31 @@ impl Decoder {
 
     /// Tokens in the cache: the position the next token gets.
     pub fn len(&self) -> usize {
-        self.len
+        self.history.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.history.is_empty()
+    }
+
+    /// The cached tokens.
+    pub fn tokens(&self) -> &[u32] {
+        &self.history
+    }
+
+    /// Prefix reuse: keeps the longest cached prefix of `ids`, but at least one token short of it since
+    /// the caller needs the logits after the last one, and returns how many tokens it kept. The caller
+    /// then runs `forward(&ids[kept..])`.
+    pub fn reuse_prefix(&mut self, ids: &[u32]) -> usize {
+        let common = self
+            .history
+            .iter()
+            .zip(ids)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let kept = common.min(ids.len().saturating_sub(1));
+        self.history.truncate(kept);
+        kept
     }
 
     pub fn capacity(&self) -> usize {
@@ -94,22 +114,22 @@ impl Decoder {
 
     /// Drops every cached token from `pos` on, so that the next token gets position `pos`.
     pub fn seek(&mut self, pos: usize) -> Result<()> {
-        if pos > self.len {
+        if pos > self.history.len() {
             return Err(WispError::InvalidInput(format!(
                 "cannot seek to position {pos}: only {} tokens are cached",
-                self.len
+                self.history.len()
             )));
         }
-        self.len = pos;
+        self.history.truncate(pos);
         Ok(())
     }
 
     /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        if self.len + tokens.len() > self.shape.cache_len {
+        if self.history.len() + tokens.len() > self.shape.cache_len {
             return Err(WispError::ContextOverflow(format!(
                 "{} cached + {} new tokens exceed the context of {} tokens",
-                self.len,
+                self.history.len(),
                 tokens.len(),
                 self.shape.cache_len
             )));
@@ -138,7 +158,7 @@ impl Decoder {
         for i in 0..t {
             // Padding rows (past the chunk's end) repeat the last token; their outputs are dropped.
             self.tokens[i] = i64::from(chunk[i.min(chunk.len() - 1)]);
-            let pos = (self.len + i) as f64;
+            let pos = (self.history.len() + i) as f64;
             for (d, &f) in self.freq.iter().enumerate() {
                 let (sin, cos) = (pos * f).sin_cos();
                 for head in 0..h {
@@ -154,11 +174,12 @@ impl Decoder {
             }
         }
         let cols = s + t;
+        let past = self.history.len();
         for head in 0..h {
             for i in 0..t {
                 let row = &mut self.mask[(head * t + i) * cols..][..cols];
                 for (c, m) in row.iter_mut().enumerate() {
-                    let visible = if c < s { c < self.len } else { c - s <= i };
+                    let visible = if c < s { c < past } else { c - s <= i };
                     *m = if visible { 0.0 } else { MASKED };
                 }
             }
@@ -183,12 +204,13 @@ impl Decoder {
         let t = self.shape.chunk_len;
         let row = self.config.num_kv_heads * self.config.head_dim;
         let n = chunk.len();
+        let past = self.history.len();
         for (l, (k, v)) in self.new_names.iter().enumerate() {
             for (name, cache) in [(k, &mut self.past_k[l]), (v, &mut self.past_v[l])] {
                 let new = out
                     .get(name)
                     .ok_or_else(|| WispError::GpuInternal(format!("no output '{name}'")))?;
-                cache[self.len * row..(self.len + n) * row].copy_from_slice(&new.data[..n * row]);
+                cache[past * row..(past + n) * row].copy_from_slice(&new.data[..n * row]);
             }
         }
         let all = out
@@ -198,7 +220,7 @@ impl Decoder {
         for i in 0..n {
             logits.push(all.data.iter().skip(i).step_by(t).copied().collect());
         }
-        self.len += n;
+        self.history.extend_from_slice(chunk);
         Ok(())
     }
 }
