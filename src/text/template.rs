@@ -7,18 +7,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, WispError};
 
-/// One chat message as templates expect it (OpenAI-shaped).
+/// One chat message as templates expect it (OpenAI-shaped). `content` is null for an assistant message
+/// that only calls tools; `tool_calls` holds `{type: "function", function: {name, arguments}}` entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: String,
-    pub content: String,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl Message {
     pub fn new(role: &str, content: &str) -> Self {
         Message {
             role: role.into(),
-            content: content.into(),
+            content: Some(content.into()),
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
         }
     }
 }
