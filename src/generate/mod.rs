@@ -4,7 +4,9 @@
 mod decoder;
 mod processor;
 mod sampler;
+mod stop;
 
 pub use decoder::Decoder;
 pub use processor::LogitsProcessor;
 pub use sampler::{Sampler, SamplingParams};
+pub use stop::{FinishReason, StopChecker, StopConditions, StopStep};
