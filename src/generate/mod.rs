@@ -5,8 +5,10 @@ mod decoder;
 mod processor;
 mod sampler;
 mod stop;
+mod stream;
 
 pub use decoder::Decoder;
 pub use processor::LogitsProcessor;
 pub use sampler::{Sampler, SamplingParams};
 pub use stop::{FinishReason, StopChecker, StopConditions, StopStep};
+pub use stream::TextStream;
