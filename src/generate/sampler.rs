@@ -237,7 +237,8 @@ impl Sampler {
         }
 
         let k = top_k as usize;
-        if k > 0 && k < candidates.len() {
+        let apply_top_k = k > 0 && k < candidates.len();
+        if apply_top_k {
             candidates.select_nth_unstable_by(k - 1, by_weight_desc);
             let kth = candidates[k - 1].weight;
             // Hugging Face keeps every token tied with the k-th: move those from the tail to the front.
@@ -250,7 +251,12 @@ impl Sampler {
             }
             candidates.truncate(end);
         }
-        candidates.sort_unstable_by(by_weight_desc);
+        // Only top-p needs the candidates in order, but the draw walks them in their order too, which
+        // must not depend on how `select_nth_unstable_by` happens to leave them: so sort whatever top-k
+        // kept (few), and the whole vocabulary only for top-p. Untouched, they are in id order.
+        if top_p < 1.0 || apply_top_k {
+            candidates.sort_unstable_by(by_weight_desc);
+        }
 
         if top_p < 1.0 {
             // A token stays while the mass of the more likely ones is below top_p, so the one that
@@ -269,11 +275,10 @@ impl Sampler {
         }
 
         if min_p > 0.0 {
-            // Weights are probabilities up to a common factor, so comparing them to the first (most
-            // likely) one's compares probabilities.
-            let floor = candidates.first().map_or(0.0, |c| c.weight) * min_p;
-            let keep = candidates.iter().take_while(|c| c.weight >= floor).count();
-            candidates.truncate(keep);
+            // Weights are probabilities up to a common factor, so comparing them to the largest one's
+            // compares probabilities.
+            let floor = candidates.iter().map(|c| c.weight).fold(0.0, f32::max) * min_p;
+            candidates.retain(|c| c.weight >= floor);
         }
 
         let target = unit(&mut self.rng) * total_weight(candidates);
