@@ -356,9 +356,12 @@ mod tests {
 
     fn sequence(params: SamplingParams, fallback_seed: u64) -> Vec<u32> {
         let mut s = Sampler::new(params, fallback_seed).unwrap();
-        (0..64)
-            .map(|i| s.sample(&mut logits(50, i), &[]).unwrap())
-            .collect()
+        let mut history = Vec::new();
+        for i in 0..64 {
+            let token = s.sample(&mut logits(50, i), &history).unwrap();
+            history.push(token);
+        }
+        history
     }
 
     #[test]
@@ -533,6 +536,17 @@ mod tests {
         // Without a seed in the request, the caller's seed decides.
         assert_eq!(sequence(params(1.0), 5), sequence(params(1.0), 5));
         assert_ne!(sequence(params(1.0), 5), sequence(params(1.0), 6));
+        // Every stage at once.
+        let all = |seed| SamplingParams {
+            top_k: 20,
+            top_p: 0.9,
+            min_p: 0.05,
+            repetition_penalty: 1.3,
+            seed: Some(seed),
+            ..params(0.8)
+        };
+        assert_eq!(sequence(all(9), 0), sequence(all(9), 0));
+        assert_ne!(sequence(all(9), 0), sequence(all(10), 0));
     }
 
     #[test]
