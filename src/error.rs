@@ -47,6 +47,14 @@ pub enum WispError {
     /// (a quantization or dtype we do not decode).
     #[error("unsupported weights: {0}")]
     UnsupportedWeights(String),
+    /// A generation request carries a value outside its allowed range (a sampling parameter that is NaN,
+    /// a negative temperature, an empty stop string, ...). The message names the field.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// Every token was masked (all logits -inf or NaN after the logits processors and penalties), so there
+    /// is nothing to sample: typically a constraint that allows no continuation.
+    #[error("no token can be sampled: {0}")]
+    AllTokensMasked(String),
 }
 
 impl WispError {
@@ -66,6 +74,8 @@ impl WispError {
             WispError::InvalidManifest(_) => "INVALID_MANIFEST",
             WispError::InvalidWeights(_) => "INVALID_WEIGHTS",
             WispError::UnsupportedWeights(_) => "UNSUPPORTED_WEIGHTS",
+            WispError::InvalidRequest(_) => "INVALID_REQUEST",
+            WispError::AllTokensMasked(_) => "ALL_TOKENS_MASKED",
         }
     }
 }
@@ -90,6 +100,8 @@ mod tests {
             WispError::InvalidManifest("x".into()),
             WispError::InvalidWeights("x".into()),
             WispError::UnsupportedWeights("x".into()),
+            WispError::InvalidRequest("x".into()),
+            WispError::AllTokensMasked("x".into()),
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
         assert_eq!(codes.len(), all.len());
@@ -105,5 +117,7 @@ mod tests {
             WispError::UnsupportedWeights("tensor 'w' has type Q2_K".into()).to_string(),
             "unsupported weights: tensor 'w' has type Q2_K"
         );
+        assert_eq!(WispError::InvalidRequest("x".into()).code(), "INVALID_REQUEST");
+        assert_eq!(WispError::AllTokensMasked("x".into()).code(), "ALL_TOKENS_MASKED");
     }
 }

@@ -1,5 +1,14 @@
-//! Text generation over the decoder graph: positions, the key/value cache, chunked prefill and decode.
+//! Text generation over the decoder graph: positions, the key/value cache, chunked prefill and decode;
+//! choosing each next token, deciding when to stop, and turning tokens into text as they come.
 
 mod decoder;
+mod processor;
+mod sampler;
+mod stop;
+mod stream;
 
 pub use decoder::Decoder;
+pub use processor::LogitsProcessor;
+pub use sampler::{Sampler, SamplingParams};
+pub use stop::{FinishReason, StopChecker, StopConditions, StopStep};
+pub use stream::TextStream;
