@@ -117,7 +117,13 @@ mod tests {
             WispError::UnsupportedWeights("tensor 'w' has type Q2_K".into()).to_string(),
             "unsupported weights: tensor 'w' has type Q2_K"
         );
-        assert_eq!(WispError::InvalidRequest("x".into()).code(), "INVALID_REQUEST");
-        assert_eq!(WispError::AllTokensMasked("x".into()).code(), "ALL_TOKENS_MASKED");
+        assert_eq!(
+            WispError::InvalidRequest("x".into()).code(),
+            "INVALID_REQUEST"
+        );
+        assert_eq!(
+            WispError::AllTokensMasked("x".into()).code(),
+            "ALL_TOKENS_MASKED"
+        );
     }
 }

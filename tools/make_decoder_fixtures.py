@@ -178,8 +178,21 @@ class Reference:
         return self.sess.run(["logits"], feeds)[0]
 
 
+def byte_tokenizer():
+    """A 256-token byte-level tokenizer (no merges) that fits the tiny models' vocabulary."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    order = sorted(alphabet, key=lambda ch: ord(ch))
+    tok = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(order)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.save(str(OUT / "bytes.tokenizer.json"))
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
+    byte_tokenizer()
     for seed, (name, cfg) in enumerate(FAMILIES.items()):
         rng = np.random.default_rng(1000 + seed)
         w = weights(cfg, rng)
@@ -189,8 +202,11 @@ def main():
         reference = Reference(cfg, w)
         for ids in SEQUENCES:
             logits = reference.logits(ids)
+            seq = ids[:6]
+            for _ in range(10):
+                seq = seq + [int(reference.logits(seq)[-1].argmax())]
             cases.append({"tokens": ids, "logits": np.round(logits, 6).tolist(),
-                          "argmax": logits.argmax(-1).tolist()})
+                          "argmax": logits.argmax(-1).tolist(), "greedy_from_6": seq[6:]})
         doc = {"reference": f"onnxruntime {ort.__version__} (CPUExecutionProvider), standard-op graph",
                "cases": cases}
         (OUT / f"{name}.json").write_text(json.dumps(doc) + "\n")

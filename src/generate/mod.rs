@@ -2,12 +2,14 @@
 //! choosing each next token, deciding when to stop, and turning tokens into text as they come.
 
 mod decoder;
+mod generation;
 mod processor;
 mod sampler;
 mod stop;
 mod stream;
 
 pub use decoder::Decoder;
+pub use generation::{GenerateOptions, Generation, Step, Usage};
 pub use processor::LogitsProcessor;
 pub use sampler::{Sampler, SamplingParams};
 pub use stop::{FinishReason, StopChecker, StopConditions, StopStep};

@@ -13,39 +13,39 @@ use crate::text::Tokenizer;
 /// Tokens of the prompt kept as the first window's context.
 const CONTEXT_TOKENS: usize = 5;
 
-pub struct TextStream<'t> {
-    tokenizer: &'t Tokenizer,
+/// The tokenizer is passed to each call rather than held, so that a generation can keep its stream
+/// between calls from JavaScript without borrowing the model.
+pub struct TextStream {
     /// Context tokens (text already released), then pending ones (text not released yet).
     window: Vec<u32>,
     context_len: usize,
 }
 
-impl<'t> TextStream<'t> {
+impl TextStream {
     /// `prompt` is what precedes the first generated token; its last few tokens give the decoder context.
     /// It may be empty.
-    pub fn new(tokenizer: &'t Tokenizer, prompt: &[u32]) -> Self {
+    pub fn new(prompt: &[u32]) -> Self {
         let window = prompt[prompt.len().saturating_sub(CONTEXT_TOKENS)..].to_vec();
         TextStream {
-            tokenizer,
             context_len: window.len(),
             window,
         }
     }
 
     /// The text that `token` completes: empty while it ends in the middle of a character.
-    pub fn push(&mut self, token: u32) -> Result<String> {
+    pub fn push(&mut self, tokenizer: &Tokenizer, token: u32) -> Result<String> {
         self.window.push(token);
-        self.release(false)
+        self.release(tokenizer, false)
     }
 
     /// Whatever is still pending, incomplete characters as U+FFFD: the end of the generation.
-    pub fn finish(&mut self) -> Result<String> {
-        self.release(true)
+    pub fn finish(&mut self, tokenizer: &Tokenizer) -> Result<String> {
+        self.release(tokenizer, true)
     }
 
-    fn release(&mut self, incomplete_too: bool) -> Result<String> {
-        let context = self.tokenizer.decode(&self.window[..self.context_len])?;
-        let text = self.tokenizer.decode(&self.window)?;
+    fn release(&mut self, tokenizer: &Tokenizer, incomplete_too: bool) -> Result<String> {
+        let context = tokenizer.decode(&self.window[..self.context_len])?;
+        let text = tokenizer.decode(&self.window)?;
         // Byte-level decoding only appends to the context's text, but a decoder that cleans up spaces
         // could shift it; then wait for a length that falls on a character boundary.
         let delta = match text.get(context.len()..) {
@@ -83,9 +83,9 @@ mod tests {
 
     /// The delta of every token, then what `finish` released.
     fn stream(prompt: &[u32], ids: &[u32]) -> (Vec<String>, String) {
-        let mut s = TextStream::new(qwen3(), prompt);
-        let deltas = ids.iter().map(|&id| s.push(id).unwrap()).collect();
-        (deltas, s.finish().unwrap())
+        let mut s = TextStream::new(prompt);
+        let deltas = ids.iter().map(|&id| s.push(qwen3(), id).unwrap()).collect();
+        (deltas, s.finish(qwen3()).unwrap())
     }
 
     const MIXED: &str = "Hello, world! 😀👍🏽 🦀 family: 👨‍👩‍👧 flag: 🇫🇷\n日本語のテキストと中文, 한국어; \
@@ -148,7 +148,7 @@ mod tests {
     /// Feeds generated tokens through the stream and the stop checker as the generation loop will.
     fn generate(text: &str, stop: &str) -> (Vec<String>, Option<FinishReason>) {
         let tok = qwen3();
-        let mut s = TextStream::new(tok, &[]);
+        let mut s = TextStream::new(&[]);
         let mut c = StopChecker::new(StopConditions {
             eos_token_ids: vec![tok.token_id("<|im_end|>").unwrap()],
             max_new_tokens: 1000,
@@ -157,13 +157,13 @@ mod tests {
         .unwrap();
         let mut shown = Vec::new();
         for id in tok.encode(text).unwrap() {
-            let step = c.push(id, &s.push(id).unwrap());
+            let step = c.push(id, &s.push(tok, id).unwrap());
             shown.push(step.text);
             if step.finish.is_some() {
                 return (shown, step.finish);
             }
         }
-        shown.push(c.flush() + &s.finish().unwrap());
+        shown.push(c.flush() + &s.finish(tok).unwrap());
         (shown, None)
     }
 

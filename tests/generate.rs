@@ -1,0 +1,214 @@
+//! Generation on the tiny Llama fixture (wonnx on lavapipe): greedy output equals onnxruntime's greedy
+//! continuation, seeded sampling is reproducible, stop conditions end it, prefix reuse skips cached tokens.
+
+use std::path::PathBuf;
+
+use safetensors::SafeTensors;
+use serde::Deserialize;
+use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
+use wisp::graph::{DecoderShape, WeightProvider};
+use wisp::model::ModelConfig;
+use wisp::text::Tokenizer;
+use wisp::WispError;
+
+#[derive(Deserialize)]
+struct Case {
+    tokens: Vec<u32>,
+    greedy_from_6: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+struct Reference {
+    cases: Vec<Case>,
+}
+
+struct Fixture<'a>(SafeTensors<'a>);
+
+impl WeightProvider for Fixture<'_> {
+    fn tensor(&mut self, name: &str, _dims: &[usize]) -> wisp::Result<Vec<f32>> {
+        let t = self
+            .0
+            .tensor(name)
+            .map_err(|e| WispError::InvalidModel(format!("{name}: {e}")))?;
+        Ok(t.data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+}
+
+fn setup() -> (Decoder, Tokenizer, Reference) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders");
+    let config =
+        ModelConfig::from_hf_json(&std::fs::read_to_string(dir.join("llama.config.json")).unwrap())
+            .unwrap();
+    let bytes = std::fs::read(dir.join("llama.safetensors")).unwrap();
+    let mut weights = Fixture(SafeTensors::deserialize(&bytes).unwrap());
+    let shape = DecoderShape {
+        chunk_len: 4,
+        cache_len: 32,
+    };
+    let decoder = pollster::block_on(Decoder::new(&config, &mut weights, shape)).unwrap();
+    let tokenizer =
+        Tokenizer::from_json(&std::fs::read(dir.join("bytes.tokenizer.json")).unwrap()).unwrap();
+    let reference =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("llama.json")).unwrap()).unwrap();
+    (decoder, tokenizer, reference)
+}
+
+fn options(sampling: SamplingParams, max_new_tokens: usize, stop: &[&str]) -> GenerateOptions {
+    GenerateOptions {
+        sampling,
+        max_new_tokens,
+        stop: stop.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn greedy() -> SamplingParams {
+    SamplingParams {
+        temperature: 0.0,
+        ..SamplingParams::default()
+    }
+}
+
+/// Runs a generation to its end: (tokens, text, finish reason, usage).
+fn run(
+    decoder: &mut Decoder,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    eos: &[u32],
+    opts: GenerateOptions,
+) -> (Vec<u32>, String, FinishReason, wisp::generate::Usage) {
+    pollster::block_on(async {
+        let mut g = Generation::start(decoder, prompt, eos, opts, 7)
+            .await
+            .unwrap();
+        let (mut tokens, mut text) = (Vec::new(), String::new());
+        loop {
+            let step = g.step(decoder, tokenizer).await.unwrap();
+            tokens.push(step.token);
+            text.push_str(&step.text);
+            if let Some(reason) = step.finish {
+                return (tokens, text, reason, g.usage());
+            }
+        }
+    })
+}
+
+#[test]
+fn greedy_generation_equals_the_reference_and_stops_as_asked() {
+    let (mut dec, tok, reference) = setup();
+    let case = &reference.cases[0];
+    let prompt = &case.tokens[..6];
+    let want = &case.greedy_from_6;
+
+    let (tokens, text, reason, usage) = run(
+        &mut dec,
+        &tok,
+        prompt,
+        &[],
+        options(greedy(), want.len(), &[]),
+    );
+    assert_eq!(&tokens, want);
+    assert_eq!(text, tok.decode(want).unwrap());
+    assert_eq!(reason, FinishReason::Length);
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.completion_tokens
+        ),
+        (6, 0, want.len())
+    );
+
+    // The same prompt again reuses the cache: only its last token runs.
+    let (tokens, _, _, usage) = run(&mut dec, &tok, prompt, &[], options(greedy(), 3, &[]));
+    assert_eq!(tokens, want[..3]);
+    assert_eq!(usage.cached_tokens, 5);
+
+    // An end-of-sequence token ends it, and its text is not shown.
+    let eos = want[4];
+    let first = want.iter().position(|&t| t == eos).unwrap();
+    let (tokens, text, reason, _) = run(&mut dec, &tok, prompt, &[eos], options(greedy(), 10, &[]));
+    assert_eq!(
+        (tokens.as_slice(), reason),
+        (&want[..=first], FinishReason::EosToken)
+    );
+    assert_eq!(text, tok.decode(&want[..first]).unwrap());
+
+    // A stop string (two characters of the answer; the random tiny model also writes invalid UTF-8, shown
+    // as U+FFFD, which is left out) ends it; neither it nor what follows is shown.
+    let full = tok.decode(want).unwrap();
+    let chars: Vec<char> = full.chars().collect();
+    let pair = chars.windows(2).find(|w| !w.contains(&'\u{FFFD}')).unwrap();
+    let stop: String = pair.iter().collect();
+    let (_, text, reason, _) = run(&mut dec, &tok, prompt, &[], options(greedy(), 10, &[&stop]));
+    assert_eq!(
+        reason,
+        FinishReason::Stop,
+        "stop string {stop:?} in {full:?}"
+    );
+    assert_eq!(text, full[..full.find(&stop).unwrap()]);
+}
+
+#[test]
+fn seeded_sampling_is_reproducible() {
+    let (mut dec, tok, reference) = setup();
+    let prompt = &reference.cases[1].tokens[..6];
+    let sampled = |dec: &mut Decoder, seed| {
+        let params = SamplingParams {
+            temperature: 1.5,
+            seed: Some(seed),
+            ..SamplingParams::default()
+        };
+        run(dec, &tok, prompt, &[], options(params, 12, &[])).0
+    };
+    let a = sampled(&mut dec, 42);
+    let b = sampled(&mut dec, 42);
+    let c = sampled(&mut dec, 43);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn bad_requests_are_refused_up_front_and_a_full_context_ends_the_answer() {
+    let (mut dec, tok, reference) = setup();
+    let case = &reference.cases[0];
+    let start = |dec: &mut Decoder, prompt: &[u32], opts| {
+        pollster::block_on(Generation::start(dec, prompt, &[], opts, 1))
+            .err()
+            .map(|e| e.code())
+    };
+    assert_eq!(
+        start(&mut dec, &[], options(greedy(), 4, &[])),
+        Some("INVALID_REQUEST")
+    );
+    let hot = SamplingParams {
+        temperature: -1.0,
+        ..SamplingParams::default()
+    };
+    assert_eq!(
+        start(&mut dec, &case.tokens[..4], options(hot, 4, &[])),
+        Some("INVALID_REQUEST")
+    );
+    assert_eq!(
+        start(&mut dec, &case.tokens[..4], options(greedy(), 0, &[])),
+        Some("INVALID_REQUEST")
+    );
+    let long: Vec<u32> = case.tokens.iter().chain(&case.tokens).copied().collect();
+    assert_eq!(
+        start(&mut dec, &long, options(greedy(), 4, &[])),
+        Some("CONTEXT_OVERFLOW")
+    );
+
+    // 28 prompt tokens in a 32-token context leave room for 4 answer tokens, however many were asked.
+    let prompt: Vec<u32> = case
+        .tokens
+        .iter()
+        .chain(&case.tokens[..8])
+        .copied()
+        .collect();
+    let (tokens, _, reason, _) = run(&mut dec, &tok, &prompt, &[], options(greedy(), 100, &[]));
+    assert_eq!((tokens.len(), reason), (4, FinishReason::Length));
+    assert_eq!(dec.len(), 31);
+}
