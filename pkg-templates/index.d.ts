@@ -8,6 +8,8 @@ export type WispErrorCode =
   | "UNSUPPORTED_WEIGHTS"
   | "CONTEXT_OVERFLOW"
   | "BUSY"
+  | "INVALID_REQUEST"
+  | "ALL_TOKENS_MASKED"
   | "WEBGPU_UNAVAILABLE"
   | "GPU_SHADER_COMPILE"
   | "GPU_VALIDATION"
@@ -121,8 +123,49 @@ export interface ChatMessage {
   content: string;
 }
 
+export interface GenerateOptions {
+  /** Default 256. */
+  maxTokens?: number;
+  /** Default 0 (greedy). */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repetitionPenalty?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** Makes sampling reproducible. */
+  seed?: number;
+  /** Strings that end the answer (never shown); the bundle's stop strings always apply. */
+  stop?: string[];
+  /** Stops between tokens; the promise rejects with an AbortError. */
+  signal?: AbortSignal;
+  onText?: (delta: string, step: { text: string; token: number }) => void;
+}
+
+export interface GenerateResult {
+  text: string;
+  tokens: number[];
+  finishReason: "stop" | "length" | "eos_token" | "cancelled";
+  usage: {
+    promptTokens: number;
+    /** Prompt tokens reused from the cache (prefix reuse), not run again. */
+    cachedTokens: number;
+    completionTokens: number;
+    ttftMs: number | null;
+    totalMs: number;
+    tokensPerSecond: number | null;
+  };
+}
+
+export type GenerateInput = string | ArrayLike<number> | { messages: ChatMessage[]; tools?: object[] };
+
 export class Model {
   private constructor();
+  generate(input: GenerateInput, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(input: GenerateInput, options?: GenerateOptions): AsyncIterable<{ text: string; token: number }> & {
+    result: Promise<GenerateResult>;
+  };
   /**
    * A GGUF URL or bytes; `{ bundle: manifestUrl }`; or `{ weights, tokenizer, config, chatTemplate }`.
    * Downloads are cached (Cache API) and checked against the manifest's sha256.

@@ -121,6 +121,7 @@ async function resolveSource(source, fetchOptions) {
       config: f.config ? await text(at(f.config), f.config.sha256) : undefined,
       chatTemplate: f.chat_template ? await text(at(f.chat_template), f.chat_template.sha256) : undefined,
       contextLen: manifest.context_length,
+      stop: manifest.stop,
     };
   }
   if (source && source.weights) {
@@ -169,6 +170,7 @@ export class Model {
         chatTemplate: spec.chatTemplate,
         chunkLen,
         contextLen: contextLen ?? spec.contextLen,
+        stop: spec.stop ?? [],
       }),
     );
     if (signal?.aborted) {
@@ -220,6 +222,104 @@ export class Model {
     return call(() => this.#core().forward(Uint32Array.from(ids)));
   }
 
+  /**
+   * Generates an answer to `input` (a prompt string, token ids, or `{ messages, tools }` rendered with the
+   * chat template) and resolves to `{ text, tokens, finishReason, usage }`. `options`: `maxTokens`
+   * (default 256), `temperature` (default 0: greedy), `topK`, `topP`, `minP`, `repetitionPenalty`,
+   * `presencePenalty`, `frequencyPenalty`, `seed`, `stop` (strings), `signal` (stops between tokens and
+   * rejects with an AbortError; what was generated stays in the cache), `onText(delta)`.
+   */
+  async generate(input, options = {}) {
+    const stream = this.stream(input, options);
+    for await (const delta of stream) options.onText?.(delta.text, delta);
+    return stream.result;
+  }
+
+  /**
+   * The same as `generate`, as an async iterator of `{ text, token }` deltas (UTF-8 safe, stop strings
+   * held back until ruled out); `.result` resolves like `generate`'s promise. Leaving the loop early
+   * ends the generation with finishReason "cancelled".
+   */
+  stream(input, options = {}) {
+    let settle;
+    const result = new Promise((resolve, reject) => (settle = { resolve, reject }));
+    // Callers that only iterate must not see an unhandled rejection; they get the error from the loop.
+    result.catch(() => {});
+    const steps = this.#steps(input, options, settle);
+    return { [Symbol.asyncIterator]: () => steps, result };
+  }
+
+  #promptIds(input) {
+    if (typeof input === "string") return this.encode(input);
+    if (Array.isArray(input) || input instanceof Uint32Array) return Uint32Array.from(input);
+    if (input && Array.isArray(input.messages)) return this.encode(this.renderChat(input.messages, { tools: input.tools }));
+    throw new WispError("INVALID_REQUEST", "generate() takes a prompt string, token ids, or { messages, tools }");
+  }
+
+  async *#steps(input, options, settle) {
+    let settled = false;
+    const done = (value) => {
+      settled = true;
+      settle.resolve(value);
+    };
+    const tokens = [];
+    let text = "";
+    const started = performance.now();
+    let firstAt = 0;
+    let generation;
+    try {
+      const { signal } = options;
+      const throwIfAborted = () => {
+        if (signal?.aborted) throw signal.reason ?? new DOMException("the generation was aborted", "AbortError");
+      };
+      throwIfAborted();
+      const ids = this.#promptIds(input);
+      const request = {
+        sampling: samplingParams(options),
+        maxTokens: options.maxTokens ?? 256,
+        stop: options.stop ?? [],
+        seed: crypto.getRandomValues(new Uint32Array(1))[0],
+      };
+      generation = await call(() => this.#core().startGeneration(ids, request));
+      for (;;) {
+        throwIfAborted();
+        const step = await call(() => generation.step());
+        if (!firstAt) firstAt = performance.now();
+        tokens.push(step.token);
+        text += step.text;
+        if (step.text) yield { text: step.text, token: step.token };
+        if (step.finish) {
+          done(this.#result(generation, text, tokens, step.finish, started, firstAt));
+          return;
+        }
+      }
+    } catch (e) {
+      settled = true;
+      settle.reject(e);
+      throw e;
+    } finally {
+      if (!settled) done(this.#result(generation, text, tokens, "cancelled", started, firstAt));
+      generation?.free();
+    }
+  }
+
+  #result(generation, text, tokens, finishReason, started, firstAt) {
+    const now = performance.now();
+    const usage = generation ? generation.usage : { promptTokens: 0, cachedTokens: 0, completionTokens: 0 };
+    const decodeMs = now - firstAt;
+    return {
+      text,
+      tokens,
+      finishReason,
+      usage: {
+        ...usage,
+        ttftMs: firstAt ? firstAt - started : null,
+        totalMs: now - started,
+        tokensPerSecond: tokens.length > 1 && decodeMs > 0 ? ((tokens.length - 1) * 1000) / decodeMs : null,
+      },
+    };
+  }
+
   /** Drops the cached tokens from `position` on. */
   seek(position) {
     wrapSync(() => this.#core().seek(position));
@@ -230,6 +330,25 @@ export class Model {
     this.#inner?.free();
     this.#inner = null;
   }
+}
+
+const SAMPLING_KEYS = {
+  temperature: "temperature",
+  topK: "top_k",
+  topP: "top_p",
+  minP: "min_p",
+  repetitionPenalty: "repetition_penalty",
+  presencePenalty: "presence_penalty",
+  frequencyPenalty: "frequency_penalty",
+  seed: "seed",
+};
+
+function samplingParams(options) {
+  const params = { temperature: 0 };
+  for (const [js, rust] of Object.entries(SAMPLING_KEYS)) {
+    if (options[js] !== undefined) params[rust] = options[js];
+  }
+  return params;
 }
 
 function wrapSync(fn) {

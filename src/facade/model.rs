@@ -1,6 +1,6 @@
 //! `Model`: a decoder language model on the GPU with its tokenizer and chat template.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Float32Array, Promise, Uint32Array};
@@ -10,7 +10,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::{to_js, to_js_value};
 use crate::error::{Result, WispError};
-use crate::generate::Decoder;
+use crate::generate::{self, Decoder, GenerateOptions, SamplingParams};
 use crate::graph::DecoderShape;
 use crate::model::{ModelConfig, ModelWeights};
 use crate::text::{ChatTemplate, Message, Tokenizer};
@@ -23,6 +23,9 @@ struct LoadOptions {
     chat_template: Option<String>,
     chunk_len: Option<usize>,
     context_len: Option<usize>,
+    /// Strings that end the model's turn (a bundle's `stop`).
+    #[serde(default)]
+    stop: Vec<String>,
 }
 
 struct Inner {
@@ -30,6 +33,12 @@ struct Inner {
     tokenizer: Option<Tokenizer>,
     template: Option<ChatTemplate>,
     config: ModelConfig,
+    /// Tokens that end the model's turn (from GGUF metadata and single-token stop strings).
+    eos_token_ids: Vec<u32>,
+    /// Stop strings of the bundle that are not single tokens.
+    stop: Vec<String>,
+    /// Bumped by every call that changes the cache; a generation only steps while it is unchanged.
+    epoch: Cell<u64>,
 }
 
 impl Inner {
@@ -99,6 +108,18 @@ impl Model {
             chunk_len: options.chunk_len.unwrap_or(DEFAULT_CHUNK),
             cache_len: context_len,
         };
+        let mut eos_token_ids: Vec<u32> = source
+            .metadata()
+            .and_then(|m| m.get_u32("tokenizer.ggml.eos_token_id").ok())
+            .into_iter()
+            .collect();
+        let mut stop = Vec::new();
+        for s in options.stop {
+            match tokenizer.as_ref().and_then(|t| t.token_id(&s)) {
+                Some(id) => eos_token_ids.push(id),
+                None => stop.push(s),
+            }
+        }
         let decoder = Decoder::new(&config, &mut source, shape).await?;
         Ok(Model {
             inner: Rc::new(Inner {
@@ -106,6 +127,9 @@ impl Model {
                 tokenizer,
                 template,
                 config,
+                eos_token_ids,
+                stop,
+                epoch: Cell::new(0),
             }),
         })
     }
@@ -177,6 +201,7 @@ impl Model {
         let inner = Rc::clone(&self.inner);
         future_to_promise(async move {
             let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            inner.epoch.set(inner.epoch.get() + 1);
             let rows = decoder.forward(&ids).await.map_err(to_js)?;
             let flat: Vec<f32> = rows.concat();
             Ok(Float32Array::from(flat.as_slice()).into())
@@ -191,6 +216,81 @@ impl Model {
             .try_borrow_mut()
             .map_err(|_| to_js(busy()))?;
         decoder.seek(position).map_err(to_js)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GenerateRequest {
+    #[serde(default)]
+    sampling: SamplingParams,
+    max_tokens: usize,
+    #[serde(default)]
+    stop: Vec<String>,
+    /// Fresh entropy from JS, used when `sampling.seed` is not set.
+    seed: u64,
+}
+
+#[wasm_bindgen]
+impl Model {
+    /// Starts a generation after `prompt`: prefills what the cache lacks and resolves to a `Generation`.
+    #[wasm_bindgen(js_name = startGeneration)]
+    pub fn start_generation(&self, prompt: Vec<u32>, request: JsValue) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let request: GenerateRequest = serde_wasm_bindgen::from_value(request)
+                .map_err(|e| to_js(WispError::InvalidRequest(format!("generation options: {e}"))))?;
+            let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let epoch = inner.epoch.get() + 1;
+            inner.epoch.set(epoch);
+            let mut stop = inner.stop.clone();
+            stop.extend(request.stop);
+            let options = GenerateOptions { sampling: request.sampling, max_new_tokens: request.max_tokens, stop };
+            let state = generate::Generation::start(&mut decoder, &prompt, &inner.eos_token_ids, options, request.seed)
+                .await
+                .map_err(to_js)?;
+            drop(decoder);
+            let generation = Generation { inner: Rc::clone(&inner), state: Rc::new(RefCell::new(state)), epoch };
+            Ok(generation.into())
+        })
+    }
+}
+
+/// A generation in progress; `step()` yields one token at a time.
+#[wasm_bindgen]
+pub struct Generation {
+    inner: Rc<Inner>,
+    state: Rc<RefCell<generate::Generation>>,
+    epoch: u64,
+}
+
+#[wasm_bindgen]
+impl Generation {
+    /// Resolves to `{ token, text, finish }`; `finish` is null until the last step ("stop", "length" or
+    /// "eos_token").
+    pub fn step(&self) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        let state = Rc::clone(&self.state);
+        let epoch = self.epoch;
+        future_to_promise(async move {
+            if inner.epoch.get() != epoch {
+                return Err(to_js(WispError::Busy(
+                    "the model was used by another call since this generation started".into(),
+                )));
+            }
+            let tokenizer = inner.tokenizer().map_err(to_js)?;
+            let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let mut state = state.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let step = state.step(&mut decoder, tokenizer).await.map_err(to_js)?;
+            to_js_value(&step)
+        })
+    }
+
+    /// `{ promptTokens, cachedTokens, completionTokens }`.
+    #[wasm_bindgen(getter)]
+    pub fn usage(&self) -> std::result::Result<JsValue, JsValue> {
+        let state = self.state.try_borrow().map_err(|_| to_js(busy()))?;
+        to_js_value(&state.usage())
     }
 }
 
