@@ -9,6 +9,7 @@ export type WispErrorCode =
   | "CONTEXT_OVERFLOW"
   | "BUSY"
   | "INVALID_REQUEST"
+  | "WORKER_FAILED"
   | "ALL_TOKENS_MASKED"
   | "WEBGPU_UNAVAILABLE"
   | "GPU_SHADER_COMPILE"
@@ -194,5 +195,31 @@ export class Model {
   forward(ids: ArrayLike<number>): Promise<Float32Array>;
   /** Drops cached tokens from `position` on. */
   seek(position: number): void;
+  close(): void;
+}
+
+/**
+ * Worker mode: the same model API with the model in a dedicated Web Worker (the page never janks).
+ * Every method returns a promise; bytes given to `load` are transferred (detached on the page).
+ */
+export class WorkerModel {
+  private constructor();
+  static load(
+    source: Source,
+    options?: Parameters<typeof Model.load>[1] & { worker?: Worker },
+  ): Promise<WorkerModel>;
+  readonly config: ModelConfig;
+  readonly contextLength: number;
+  readonly manifest?: Manifest;
+  length(): Promise<number>;
+  encode(text: string): Promise<Uint32Array>;
+  decode(ids: ArrayLike<number>): Promise<string>;
+  renderChat(messages: ChatMessage[], options?: { tools?: object[]; addGenerationPrompt?: boolean }): Promise<string>;
+  forward(ids: ArrayLike<number>): Promise<Float32Array>;
+  seek(position: number): Promise<void>;
+  generate(input: GenerateInput, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(input: GenerateInput, options?: GenerateOptions): AsyncIterable<{ text: string; token: number }> & {
+    result: Promise<GenerateResult>;
+  };
   close(): void;
 }

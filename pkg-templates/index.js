@@ -5,6 +5,7 @@ import { WispError } from "./errors.js";
 import { clearModelCache, fetchBytes } from "./fetch.js";
 
 export { WispError, clearModelCache };
+export { WorkerModel } from "./worker-client.js";
 
 let ready = null;
 

@@ -1,0 +1,188 @@
+// Worker mode, page side: the same Model API (its methods all return promises here), with the model in a
+// dedicated Web Worker (worker.js). Large model bytes are transferred, not copied; an AbortSignal aborts
+// the call in the worker.
+import { WispError } from "./errors.js";
+
+function toError(error) {
+  if (error.name === "AbortError") return new DOMException(error.message, "AbortError");
+  return error.code ? new WispError(error.code, error.message) : new WispError("INTERNAL", error.message);
+}
+
+class Channel {
+  #worker;
+  #next = 1;
+  #calls = new Map();
+  #closed = false;
+
+  constructor(worker) {
+    this.#worker = worker;
+    worker.addEventListener("message", ({ data }) => {
+      const call = this.#calls.get(data.id);
+      if (!call) return;
+      if (data.event) {
+        call.onEvent?.(data.event, data.data);
+        return;
+      }
+      this.#calls.delete(data.id);
+      if (data.ok) call.resolve(data.value);
+      else call.reject(toError(data.error));
+    });
+    worker.addEventListener("error", (e) => {
+      const error = new WispError("WORKER_FAILED", `the Wisp worker failed: ${e.message ?? "unknown error"}`);
+      for (const call of this.#calls.values()) call.reject(error);
+      this.#calls.clear();
+    });
+  }
+
+  call(op, args = {}, { onEvent, signal, transfer = [] } = {}) {
+    if (this.#closed) return Promise.reject(new WispError("SESSION_CLOSED", "the worker was closed"));
+    if (signal?.aborted) return Promise.reject(signal.reason ?? new DOMException("aborted", "AbortError"));
+    const id = this.#next++;
+    return new Promise((resolve, reject) => {
+      this.#calls.set(id, { resolve, reject, onEvent });
+      signal?.addEventListener("abort", () => this.#worker.postMessage({ id: this.#next++, op: "abort", args: { target: id } }), { once: true });
+      this.#worker.postMessage({ id, op, args }, transfer);
+    });
+  }
+
+  terminate() {
+    this.#closed = true;
+    this.#worker.terminate();
+    const error = new WispError("SESSION_CLOSED", "the worker was closed");
+    for (const call of this.#calls.values()) call.reject(error);
+    this.#calls.clear();
+  }
+}
+
+// Bytes cross to the worker by transfer: the caller's buffer is detached afterwards.
+function transferable(source) {
+  const list = [];
+  const take = (v) => {
+    if (v instanceof ArrayBuffer) list.push(v);
+    else if (ArrayBuffer.isView(v) && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) list.push(v.buffer);
+  };
+  take(source);
+  if (source && typeof source === "object") for (const v of Object.values(source)) take(v);
+  return list;
+}
+
+export class WorkerModel {
+  #channel;
+  #info;
+
+  constructor(channel, info) {
+    this.#channel = channel;
+    this.#info = info;
+  }
+
+  /** As `Model.load`, with the model in a new module worker (or `options.worker`). */
+  static async load(source, options = {}) {
+    const { onProgress, signal, worker, ...rest } = options;
+    const channel = new Channel(worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
+    try {
+      const info = await channel.call("load", { source, options: rest }, {
+        onEvent: (event, data) => event === "progress" && onProgress?.(data),
+        signal,
+        transfer: transferable(source),
+      });
+      return new WorkerModel(channel, info);
+    } catch (e) {
+      channel.terminate();
+      throw e;
+    }
+  }
+
+  get config() {
+    return this.#info.config;
+  }
+
+  get contextLength() {
+    return this.#info.contextLength;
+  }
+
+  get manifest() {
+    return this.#info.manifest;
+  }
+
+  length() {
+    return this.#channel.call("length");
+  }
+
+  encode(text) {
+    return this.#channel.call("encode", { text });
+  }
+
+  decode(ids) {
+    return this.#channel.call("decode", { ids: Array.from(ids) });
+  }
+
+  renderChat(messages, options = {}) {
+    return this.#channel.call("renderChat", { messages, options });
+  }
+
+  forward(ids) {
+    return this.#channel.call("forward", { ids: Array.from(ids) });
+  }
+
+  seek(position) {
+    return this.#channel.call("seek", { position });
+  }
+
+  /** As `Model.generate`; `onText` runs on the page. */
+  generate(input, options = {}) {
+    const { signal, onText, ...rest } = options;
+    return this.#channel.call("generate", { input: plain(input), options: rest }, {
+      signal,
+      onEvent: (event, data) => event === "delta" && onText?.(data.text, data),
+    });
+  }
+
+  /** As `Model.stream`: an async iterator of deltas, with `.result`. */
+  stream(input, options = {}) {
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    const result = this.generate(input, {
+      ...options,
+      onText: (_, delta) => {
+        queue.push(delta);
+        wake?.();
+      },
+    }).then(
+      (value) => {
+        finished = true;
+        wake?.();
+        return value;
+      },
+      (e) => {
+        finished = true;
+        failure = e;
+        wake?.();
+        throw e;
+      },
+    );
+    result.catch(() => {});
+    async function* deltas() {
+      for (;;) {
+        if (queue.length) {
+          yield queue.shift();
+          continue;
+        }
+        if (failure) throw failure;
+        if (finished) return;
+        await new Promise((resolve) => (wake = resolve));
+        wake = null;
+      }
+    }
+    return { [Symbol.asyncIterator]: deltas, result };
+  }
+
+  close() {
+    this.#channel.terminate();
+  }
+}
+
+function plain(input) {
+  return input instanceof Uint32Array ? Array.from(input) : input;
+}

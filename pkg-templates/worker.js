@@ -1,0 +1,66 @@
+// The worker side of worker mode: runs a Model in a dedicated Web Worker, so that loading, graph building
+// and generation never block the page. worker-client.js is the page side; messages:
+//   page -> worker: { id, op, args }
+//   worker -> page: { id, event, data } while a call runs (progress, delta), then
+//                   { id, ok: true, value } or { id, ok: false, error: { name, code, message } }
+import { Model } from "./index.js";
+
+let model = null;
+const controllers = new Map();
+
+function serializeError(e) {
+  return { name: e?.name ?? "Error", code: e?.code, message: e?.message ?? String(e) };
+}
+
+function requireModel() {
+  if (!model) throw Object.assign(new Error("no model is loaded in this worker"), { name: "WispError", code: "SESSION_CLOSED" });
+  return model;
+}
+
+const ops = {
+  async load({ source, options }, id) {
+    model?.close();
+    model = null;
+    const signal = controllers.get(id).signal;
+    model = await Model.load(source, {
+      ...options,
+      signal,
+      onProgress: (data) => postMessage({ id, event: "progress", data }),
+    });
+    return { config: model.config, contextLength: model.contextLength, manifest: model.manifest };
+  },
+  async generate({ input, options }, id) {
+    const signal = controllers.get(id).signal;
+    const stream = requireModel().stream(input, { ...options, signal });
+    for await (const delta of stream) postMessage({ id, event: "delta", data: delta });
+    return stream.result;
+  },
+  encode: ({ text }) => requireModel().encode(text),
+  decode: ({ ids }) => requireModel().decode(ids),
+  renderChat: ({ messages, options }) => requireModel().renderChat(messages, options),
+  forward: ({ ids }) => requireModel().forward(ids),
+  seek: ({ position }) => requireModel().seek(position),
+  length: () => requireModel().length,
+  abort({ target }) {
+    controllers.get(target)?.abort(new DOMException("aborted by the page", "AbortError"));
+  },
+  close() {
+    model?.close();
+    model = null;
+  },
+};
+
+self.onmessage = async ({ data: { id, op, args } }) => {
+  const handler = ops[op];
+  controllers.set(id, new AbortController());
+  try {
+    if (!handler) throw Object.assign(new Error(`unknown operation '${op}'`), { name: "WispError", code: "INVALID_REQUEST" });
+    const value = await handler(args ?? {}, id);
+    const transfer = value instanceof Float32Array || value instanceof Uint32Array ? [value.buffer] : [];
+    postMessage({ id, ok: true, value }, transfer);
+  } catch (e) {
+    postMessage({ id, ok: false, error: serializeError(e) });
+  } finally {
+    controllers.delete(id);
+  }
+};
