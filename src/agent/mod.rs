@@ -1,0 +1,5 @@
+//! The agent's tool side: the tools the page registered, and finding the model's calls to them.
+
+pub mod tools;
+
+pub use tools::{ArgumentProblem, ToolRegistry, ToolSpec};
