@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::agent::tools::ArgumentProblem;
+
 pub type Result<T, E = WispError> = std::result::Result<T, E>;
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -55,6 +57,31 @@ pub enum WispError {
     /// is nothing to sample: typically a constraint that allows no continuation.
     #[error("no token can be sampled: {0}")]
     AllTokensMasked(String),
+    /// A tool registration was refused: a bad name, or parameters that are not an object JSON Schema.
+    #[error("invalid tool: {0}")]
+    InvalidTool(String),
+    /// A tool with this name is already registered.
+    #[error("a tool named '{0}' is already registered")]
+    DuplicateTool(String),
+    /// No tool with this name is registered (the model may invent names).
+    #[error("no tool named '{0}' is registered")]
+    UnknownTool(String),
+    /// A tool call's arguments do not satisfy the tool's parameter schema. The message lists every
+    /// problem with its JSON Pointer, so it can be handed back to the model as is.
+    #[error("arguments for tool '{tool}' do not match its parameters: {}", list_problems(problems))]
+    InvalidToolArguments { tool: String, problems: Vec<ArgumentProblem> },
+}
+
+/// One problem per clause, the root written as `(root)` since its JSON Pointer is the empty string.
+fn list_problems(problems: &[ArgumentProblem]) -> String {
+    let clauses: Vec<String> = problems
+        .iter()
+        .map(|p| {
+            let path = if p.path.is_empty() { "(root)" } else { p.path.as_str() };
+            format!("{path}: {}", p.message)
+        })
+        .collect();
+    clauses.join("; ")
 }
 
 impl WispError {
@@ -76,6 +103,10 @@ impl WispError {
             WispError::UnsupportedWeights(_) => "UNSUPPORTED_WEIGHTS",
             WispError::InvalidRequest(_) => "INVALID_REQUEST",
             WispError::AllTokensMasked(_) => "ALL_TOKENS_MASKED",
+            WispError::InvalidTool(_) => "INVALID_TOOL",
+            WispError::DuplicateTool(_) => "DUPLICATE_TOOL",
+            WispError::UnknownTool(_) => "UNKNOWN_TOOL",
+            WispError::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
         }
     }
 }
@@ -102,6 +133,10 @@ mod tests {
             WispError::UnsupportedWeights("x".into()),
             WispError::InvalidRequest("x".into()),
             WispError::AllTokensMasked("x".into()),
+            WispError::InvalidTool("x".into()),
+            WispError::DuplicateTool("x".into()),
+            WispError::UnknownTool("x".into()),
+            WispError::InvalidToolArguments { tool: "x".into(), problems: Vec::new() },
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
         assert_eq!(codes.len(), all.len());
@@ -124,6 +159,20 @@ mod tests {
         assert_eq!(
             WispError::AllTokensMasked("x".into()).code(),
             "ALL_TOKENS_MASKED"
+        );
+        assert_eq!(WispError::DuplicateTool("search".into()).code(), "DUPLICATE_TOOL");
+        let bad_arguments = WispError::InvalidToolArguments {
+            tool: "search".into(),
+            problems: vec![
+                ArgumentProblem { path: String::new(), message: "\"q\" is a required property".into() },
+                ArgumentProblem { path: "/limit".into(), message: "\"ten\" is not of type \"integer\"".into() },
+            ],
+        };
+        assert_eq!(bad_arguments.code(), "INVALID_TOOL_ARGUMENTS");
+        assert_eq!(
+            bad_arguments.to_string(),
+            "arguments for tool 'search' do not match its parameters: (root): \"q\" is a required property; \
+             /limit: \"ten\" is not of type \"integer\""
         );
     }
 }

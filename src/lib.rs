@@ -3,6 +3,7 @@
 //! The core (everything but `facade`) builds and tests natively; `facade` is the thin wasm-bindgen layer
 //! that JavaScript sees.
 
+pub mod agent;
 pub mod backend;
 pub mod bundle;
 pub mod error;
