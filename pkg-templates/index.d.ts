@@ -10,6 +10,11 @@ export type WispErrorCode =
   | "BUSY"
   | "INVALID_REQUEST"
   | "WORKER_FAILED"
+  | "INVALID_TOOL"
+  | "DUPLICATE_TOOL"
+  | "UNKNOWN_TOOL"
+  | "INVALID_TOOL_ARGUMENTS"
+  | "TOOL_RESULT_NOT_JSON"
   | "ALL_TOKENS_MASKED"
   | "WEBGPU_UNAVAILABLE"
   | "GPU_SHADER_COMPILE"
@@ -223,3 +228,56 @@ export class WorkerModel {
   };
   close(): void;
 }
+
+export interface ToolSpec {
+  /** `[a-zA-Z0-9_-]{1,64}` */
+  name: string;
+  description?: string;
+  /** A JSON Schema with `"type": "object"`. */
+  parameters?: object;
+  /** Default 10000. */
+  timeoutMs?: number;
+}
+
+export type AgentEvent =
+  | { type: "step_start"; step: number }
+  | { type: "text"; text: string }
+  | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
+  | { type: "tool_result"; id: string; name: string; result: unknown; ms: number }
+  | { type: "tool_error"; id: string; name: string | null; error: string; ms?: number; invalid?: boolean }
+  | { type: "step_end"; step: number; finishReason: string }
+  | ({ type: "final" } & AgentResult);
+
+export interface AgentResult {
+  text: string;
+  finishReason: "stop" | "length" | "eos_token" | "max_steps";
+  steps: number;
+  toolCalls: { id: string; name: string; arguments: unknown; result?: unknown; error?: string; ms: number }[];
+  usage: { promptTokens: number; cachedTokens: number; completionTokens: number; totalMs: number };
+}
+
+export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
+  maxSteps?: number;
+  onEvent?: (event: AgentEvent) => void;
+}
+
+export class Agent {
+  private constructor();
+  tool(spec: ToolSpec, fn: (args: any, ctx: { signal: AbortSignal; id: string }) => unknown): this;
+  removeTool(name: string): boolean;
+  reset(): void;
+  readonly messages: ChatMessage[];
+  run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
+  stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
+}
+
+export function createAgent(options: {
+  model: Model | Source;
+  load?: Parameters<typeof Model.load>[1];
+  system?: string;
+  maxSteps?: number;
+  toolCallFormat?: "hermes" | "llama3_json";
+  maxResultChars?: number;
+  temperature?: number;
+  maxTokens?: number;
+}): Promise<Agent>;

@@ -6,6 +6,18 @@ import { clearModelCache, fetchBytes } from "./fetch.js";
 
 export { WispError, clearModelCache };
 export { WorkerModel } from "./worker-client.js";
+import { createAgentFor } from "./agent.js";
+
+/**
+ * Creates an agent: `options.model` is a loaded `Model` or a source for `Model.load`; other options:
+ * `system`, `maxSteps` (default 6), `toolCallFormat`, `maxResultChars` (default 4000), `temperature`,
+ * `maxTokens`, and `load` (options for `Model.load`).
+ */
+export async function createAgent(options = {}) {
+  const { model: source, load, ...rest } = options;
+  const model = source instanceof Model ? source : await Model.load(source, load);
+  return createAgentFor(model, model.coreModel(), rest);
+}
 
 let ready = null;
 
@@ -185,6 +197,11 @@ export class Model {
   #core() {
     if (!this.#inner) throw new WispError("SESSION_CLOSED", "this model was closed");
     return this.#inner;
+  }
+
+  /** The wasm object behind this model (for the agent). */
+  coreModel() {
+    return this.#core();
   }
 
   /** The bundle manifest, when loaded from one. */

@@ -68,8 +68,14 @@ pub enum WispError {
     UnknownTool(String),
     /// A tool call's arguments do not satisfy the tool's parameter schema. The message lists every
     /// problem with its JSON Pointer, so it can be handed back to the model as is.
-    #[error("arguments for tool '{tool}' do not match its parameters: {}", list_problems(problems))]
-    InvalidToolArguments { tool: String, problems: Vec<ArgumentProblem> },
+    #[error(
+        "arguments for tool '{tool}' do not match its parameters: {}",
+        list_problems(problems)
+    )]
+    InvalidToolArguments {
+        tool: String,
+        problems: Vec<ArgumentProblem>,
+    },
 }
 
 /// One problem per clause, the root written as `(root)` since its JSON Pointer is the empty string.
@@ -77,7 +83,11 @@ fn list_problems(problems: &[ArgumentProblem]) -> String {
     let clauses: Vec<String> = problems
         .iter()
         .map(|p| {
-            let path = if p.path.is_empty() { "(root)" } else { p.path.as_str() };
+            let path = if p.path.is_empty() {
+                "(root)"
+            } else {
+                p.path.as_str()
+            };
             format!("{path}: {}", p.message)
         })
         .collect();
@@ -136,7 +146,10 @@ mod tests {
             WispError::InvalidTool("x".into()),
             WispError::DuplicateTool("x".into()),
             WispError::UnknownTool("x".into()),
-            WispError::InvalidToolArguments { tool: "x".into(), problems: Vec::new() },
+            WispError::InvalidToolArguments {
+                tool: "x".into(),
+                problems: Vec::new(),
+            },
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
         assert_eq!(codes.len(), all.len());
@@ -160,12 +173,21 @@ mod tests {
             WispError::AllTokensMasked("x".into()).code(),
             "ALL_TOKENS_MASKED"
         );
-        assert_eq!(WispError::DuplicateTool("search".into()).code(), "DUPLICATE_TOOL");
+        assert_eq!(
+            WispError::DuplicateTool("search".into()).code(),
+            "DUPLICATE_TOOL"
+        );
         let bad_arguments = WispError::InvalidToolArguments {
             tool: "search".into(),
             problems: vec![
-                ArgumentProblem { path: String::new(), message: "\"q\" is a required property".into() },
-                ArgumentProblem { path: "/limit".into(), message: "\"ten\" is not of type \"integer\"".into() },
+                ArgumentProblem {
+                    path: String::new(),
+                    message: "\"q\" is a required property".into(),
+                },
+                ArgumentProblem {
+                    path: "/limit".into(),
+                    message: "\"ten\" is not of type \"integer\"".into(),
+                },
             ],
         };
         assert_eq!(bad_arguments.code(), "INVALID_TOOL_ARGUMENTS");

@@ -1,7 +1,12 @@
-//! The agent's tool side: the tools the page registered, and finding the model's calls to them.
+//! The agent: the tools the page registered, finding the model's calls to them, and the conversation
+//! the calls and their results are written into.
 
+pub mod conversation;
 pub mod toolcall;
 pub mod tools;
+pub mod turn;
 
+pub use conversation::{canonical_json, Conversation, RecordedCall};
 pub use toolcall::{ParseEvent, ToolCallFormat, ToolCallParser};
 pub use tools::{ArgumentProblem, ToolRegistry, ToolSpec};
+pub use turn::{Turn, TurnEvent, TurnStep};

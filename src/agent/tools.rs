@@ -61,6 +61,13 @@ impl ToolRegistry {
         Ok(())
     }
 
+    /// Removes a tool; false when there was none by that name.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let before = self.tools.len();
+        self.tools.retain(|tool| tool.spec.name != name);
+        self.tools.len() != before
+    }
+
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
         self.find(name).map(|tool| &tool.spec)
     }

@@ -1,6 +1,7 @@
 //! The wasm-bindgen facade: JavaScript values in, core calls, JavaScript values and coded errors out.
 //! `pkg-templates/index.js` is the public API built on it.
 
+mod agent;
 mod graph;
 mod model;
 

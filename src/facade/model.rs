@@ -28,21 +28,21 @@ struct LoadOptions {
     stop: Vec<String>,
 }
 
-struct Inner {
-    decoder: RefCell<Decoder>,
-    tokenizer: Option<Tokenizer>,
-    template: Option<ChatTemplate>,
-    config: ModelConfig,
+pub(super) struct Inner {
+    pub(super) decoder: RefCell<Decoder>,
+    pub(super) tokenizer: Option<Tokenizer>,
+    pub(super) template: Option<ChatTemplate>,
+    pub(super) config: ModelConfig,
     /// Tokens that end the model's turn (from GGUF metadata and single-token stop strings).
-    eos_token_ids: Vec<u32>,
+    pub(super) eos_token_ids: Vec<u32>,
     /// Stop strings of the bundle that are not single tokens.
-    stop: Vec<String>,
+    pub(super) stop: Vec<String>,
     /// Bumped by every call that changes the cache; a generation only steps while it is unchanged.
-    epoch: Cell<u64>,
+    pub(super) epoch: Cell<u64>,
 }
 
 impl Inner {
-    fn tokenizer(&self) -> Result<&Tokenizer> {
+    pub(super) fn tokenizer(&self) -> Result<&Tokenizer> {
         self.tokenizer.as_ref().ok_or_else(|| {
             WispError::InvalidModel("this model was loaded without a tokenizer".into())
         })
@@ -51,7 +51,7 @@ impl Inner {
 
 #[wasm_bindgen]
 pub struct Model {
-    inner: Rc<Inner>,
+    pub(super) inner: Rc<Inner>,
 }
 
 const DEFAULT_CHUNK: usize = 4;
@@ -221,7 +221,7 @@ impl Model {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct GenerateRequest {
+pub(super) struct GenerateRequest {
     #[serde(default)]
     sampling: SamplingParams,
     max_tokens: usize,
@@ -238,22 +238,44 @@ impl Model {
     pub fn start_generation(&self, prompt: Vec<u32>, request: JsValue) -> Promise {
         let inner = Rc::clone(&self.inner);
         future_to_promise(async move {
-            let request: GenerateRequest = serde_wasm_bindgen::from_value(request)
-                .map_err(|e| to_js(WispError::InvalidRequest(format!("generation options: {e}"))))?;
-            let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| to_js(busy()))?;
-            let epoch = inner.epoch.get() + 1;
-            inner.epoch.set(epoch);
-            let mut stop = inner.stop.clone();
-            stop.extend(request.stop);
-            let options = GenerateOptions { sampling: request.sampling, max_new_tokens: request.max_tokens, stop };
-            let state = generate::Generation::start(&mut decoder, &prompt, &inner.eos_token_ids, options, request.seed)
-                .await
-                .map_err(to_js)?;
-            drop(decoder);
-            let generation = Generation { inner: Rc::clone(&inner), state: Rc::new(RefCell::new(state)), epoch };
+            let (state, epoch) = start(&inner, &prompt, request).await.map_err(to_js)?;
+            let generation = Generation {
+                inner: Rc::clone(&inner),
+                state: Rc::new(RefCell::new(state)),
+                epoch,
+            };
             Ok(generation.into())
         })
     }
+}
+
+/// Starts a generation on the model, marking the cache as taken by it: returns the state and the epoch.
+pub(super) async fn start(
+    inner: &Inner,
+    prompt: &[u32],
+    request: JsValue,
+) -> Result<(generate::Generation, u64)> {
+    let request: GenerateRequest = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| WispError::InvalidRequest(format!("generation options: {e}")))?;
+    let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| busy())?;
+    let epoch = inner.epoch.get() + 1;
+    inner.epoch.set(epoch);
+    let mut stop = inner.stop.clone();
+    stop.extend(request.stop);
+    let options = GenerateOptions {
+        sampling: request.sampling,
+        max_new_tokens: request.max_tokens,
+        stop,
+    };
+    let state = generate::Generation::start(
+        &mut decoder,
+        prompt,
+        &inner.eos_token_ids,
+        options,
+        request.seed,
+    )
+    .await?;
+    Ok((state, epoch))
 }
 
 /// A generation in progress; `step()` yields one token at a time.
@@ -294,6 +316,6 @@ impl Generation {
     }
 }
 
-fn busy() -> WispError {
+pub(super) fn busy() -> WispError {
     WispError::Busy("the model is running a forward pass; await it first".into())
 }

@@ -1,0 +1,175 @@
+//! The agent's conversation: the messages so far, the registered tools, and how tool calls and results are
+//! written back into it. Tool results and page content only ever enter as tool messages, never as system
+//! text, and they are capped in size.
+
+use serde_json::Value;
+
+use super::{ToolCallFormat, ToolRegistry};
+use crate::error::Result;
+use crate::text::{ChatTemplate, Message};
+
+/// JSON as Python's `json.dumps` writes it (`", "` and `": "`, keys in order, no ASCII escaping): the
+/// form the bundled model was trained on, and the one Hermes-style templates show.
+pub fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(canonical_json)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Object(map) => {
+            let fields: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), canonical_json(v)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        scalar => scalar.to_string(),
+    }
+}
+
+/// A call the model made, as the conversation records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+pub struct Conversation {
+    pub messages: Vec<Message>,
+    pub tools: ToolRegistry,
+    pub format: ToolCallFormat,
+    system: Option<String>,
+    /// Longest tool result (in characters) that enters the prompt; the rest is cut with a note.
+    pub max_result_chars: usize,
+}
+
+impl Conversation {
+    pub fn new(system: Option<String>, format: ToolCallFormat, max_result_chars: usize) -> Self {
+        let mut c = Conversation {
+            messages: Vec::new(),
+            tools: ToolRegistry::new(),
+            format,
+            system,
+            max_result_chars,
+        };
+        c.reset();
+        c
+    }
+
+    /// Forgets every message but the system prompt; the tools stay.
+    pub fn reset(&mut self) {
+        self.messages.clear();
+        if let Some(system) = &self.system {
+            self.messages.push(Message::new("system", system));
+        }
+    }
+
+    pub fn push_user(&mut self, text: &str) {
+        self.messages.push(Message::new("user", text));
+    }
+
+    /// The prompt for the next assistant message: the messages and tools through the chat template.
+    pub fn prompt(&self, template: &ChatTemplate) -> Result<String> {
+        let tools = if self.tools.is_empty() {
+            None
+        } else {
+            Some(self.tools.openai_tools())
+        };
+        template.render(&self.messages, tools.as_ref(), true)
+    }
+
+    /// Records the assistant's message: its text, and the calls it made (arguments as canonical JSON
+    /// strings, as OpenAI's API and the bundled model's template have them).
+    pub fn push_assistant(&mut self, text: &str, calls: &[RecordedCall]) {
+        let text = text.trim();
+        let mut message = Message::new("assistant", text);
+        if !calls.is_empty() {
+            message.content = if text.is_empty() {
+                None
+            } else {
+                Some(text.to_string())
+            };
+            message.tool_calls = Some(
+                calls
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": canonical_json(&c.arguments)}})
+                    })
+                    .collect(),
+            );
+        }
+        self.messages.push(message);
+    }
+
+    /// Records a tool's result (or error) for the call `id`, capped at `max_result_chars`.
+    pub fn push_tool_result(&mut self, id: &str, name: &str, result: &Value) {
+        let text = match result {
+            Value::String(s) => s.clone(),
+            other => canonical_json(other),
+        };
+        let total = text.chars().count();
+        let content = if total > self.max_result_chars {
+            let kept: String = text.chars().take(self.max_result_chars).collect();
+            format!(
+                "{kept}\n[truncated: {} more characters not shown]",
+                total - self.max_result_chars
+            )
+        } else {
+            text
+        };
+        let mut message = Message::new("tool", &content);
+        message.tool_call_id = Some(id.to_string());
+        message.name = Some(name.to_string());
+        self.messages.push(message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_matches_python_json_dumps() {
+        let v = json!({"city": "Zürich", "n": [1, 2.5, true, null], "o": {"a": "\"q\""}});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"city": "Zürich", "n": [1, 2.5, true, null], "o": {"a": "\"q\""}}"#
+        );
+    }
+
+    #[test]
+    fn results_are_tool_messages_and_are_capped() {
+        let mut c = Conversation::new(Some("sys".into()), ToolCallFormat::Hermes, 10);
+        c.push_user("hi");
+        c.push_assistant(
+            "",
+            &[RecordedCall {
+                id: "call_0".into(),
+                name: "f".into(),
+                arguments: json!({"x": 1}),
+            }],
+        );
+        c.push_tool_result("call_0", "f", &json!("0123456789abcdef"));
+        let last = c.messages.last().unwrap();
+        assert_eq!(last.role, "tool");
+        assert_eq!(
+            last.content.as_deref(),
+            Some("0123456789\n[truncated: 6 more characters not shown]")
+        );
+        assert_eq!(c.messages[2].content, None);
+        assert_eq!(
+            c.messages[2].tool_calls.as_ref().unwrap()[0]["function"]["arguments"],
+            json!("{\"x\": 1}")
+        );
+        c.reset();
+        assert_eq!(c.messages.len(), 1);
+        assert_eq!(c.messages[0].role, "system");
+    }
+}

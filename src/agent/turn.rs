@@ -1,0 +1,148 @@
+//! One assistant message of the agent: a generation whose text goes through the tool-call parser. When it
+//! ends, the message is recorded in the conversation and each call is checked against the registry:
+//! only calls to registered tools with schema-valid arguments are handed out to be run.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::conversation::{Conversation, RecordedCall};
+use super::{ParseEvent, ToolCallParser};
+use crate::error::Result;
+use crate::generate::{Decoder, FinishReason, Generation};
+use crate::text::Tokenizer;
+
+/// What the page hears about, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TurnEvent {
+    Text {
+        text: String,
+    },
+    ToolCallStarted,
+    /// A valid call to a registered tool: run it, then report its result.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    /// A call that will not be run; the reason goes back to the model as the call's result.
+    InvalidCall {
+        id: String,
+        name: Option<String>,
+        error: String,
+    },
+}
+
+pub struct Turn {
+    generation: Generation,
+    parser: ToolCallParser,
+    text: String,
+    calls: Vec<RecordedCall>,
+    invalid: usize,
+}
+
+/// One step's events, and whether the message is complete.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnStep {
+    pub events: Vec<TurnEvent>,
+    pub finish: Option<FinishReason>,
+}
+
+impl Turn {
+    pub fn new(generation: Generation, conversation: &Conversation) -> Self {
+        Turn {
+            generation,
+            parser: ToolCallParser::new(conversation.format),
+            text: String::new(),
+            calls: Vec::new(),
+            invalid: 0,
+        }
+    }
+
+    pub fn generation(&self) -> &Generation {
+        &self.generation
+    }
+
+    pub async fn step(
+        &mut self,
+        decoder: &mut Decoder,
+        tokenizer: &Tokenizer,
+        conversation: &mut Conversation,
+    ) -> Result<TurnStep> {
+        let step = self.generation.step(decoder, tokenizer).await?;
+        let mut parsed = self.parser.push(&step.text);
+        if step.finish.is_some() {
+            parsed.extend(self.parser.finish());
+        }
+        let mut events = Vec::with_capacity(parsed.len());
+        for event in parsed {
+            events.push(self.accept(event, conversation));
+        }
+        if step.finish.is_some() {
+            conversation.push_assistant(&self.text, &self.calls);
+            // Calls that will not run still get an answer, so the model learns why.
+            for event in &events {
+                if let TurnEvent::InvalidCall { id, name, error } = event {
+                    let name = name.clone().unwrap_or_default();
+                    conversation.push_tool_result(
+                        id,
+                        &name,
+                        &Value::String(format!("error: {error}")),
+                    );
+                }
+            }
+        }
+        Ok(TurnStep {
+            events,
+            finish: step.finish,
+        })
+    }
+
+    fn accept(&mut self, event: ParseEvent, conversation: &Conversation) -> TurnEvent {
+        match event {
+            ParseEvent::Text(text) => {
+                self.text.push_str(&text);
+                TurnEvent::Text { text }
+            }
+            ParseEvent::ToolCallStarted => TurnEvent::ToolCallStarted,
+            ParseEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } => match conversation.tools.validate_arguments(&name, &arguments) {
+                Ok(()) => {
+                    self.calls.push(RecordedCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                    });
+                    TurnEvent::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    }
+                }
+                Err(error) => {
+                    self.calls.push(RecordedCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments,
+                    });
+                    TurnEvent::InvalidCall {
+                        id,
+                        name: Some(name),
+                        error: error.to_string(),
+                    }
+                }
+            },
+            ParseEvent::Invalid { raw: _, error } => {
+                self.invalid += 1;
+                TurnEvent::InvalidCall {
+                    id: format!("invalid_{}", self.invalid),
+                    name: None,
+                    error: format!("the tool call could not be read: {error}"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! `Agent`: a conversation with a model, its tools (schemas here; the functions stay in JavaScript), and
+//! turns whose tool calls are parsed and validated in Rust. `pkg-templates/agent.js` runs the loop.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::Promise;
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::model::{busy, start, Inner, Model};
+use super::{to_js, to_js_value};
+use crate::agent::{Conversation, ToolCallFormat, ToolSpec, Turn};
+use crate::bundle;
+use crate::error::{Result, WispError};
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AgentOptions {
+    system: Option<String>,
+    tool_call_format: Option<bundle::ToolCallFormat>,
+    max_result_chars: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ToolInput {
+    name: String,
+    #[serde(default)]
+    description: String,
+    parameters: serde_json::Value,
+    timeout_ms: Option<u32>,
+}
+
+const DEFAULT_MAX_RESULT_CHARS: usize = 4000;
+
+fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| WispError::InvalidRequest(format!("{what}: {e}")))
+}
+
+#[wasm_bindgen]
+pub struct Agent {
+    model: Rc<Inner>,
+    conversation: Rc<RefCell<Conversation>>,
+}
+
+#[wasm_bindgen]
+impl Agent {
+    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars }`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(model: &Model, options: JsValue) -> std::result::Result<Agent, JsValue> {
+        let options: AgentOptions = if options.is_undefined() || options.is_null() {
+            AgentOptions::default()
+        } else {
+            from_js(options, "agent options").map_err(to_js)?
+        };
+        if model.inner.template.is_none() {
+            return Err(to_js(WispError::InvalidModel(
+                "an agent needs a model with a chat template".into(),
+            )));
+        }
+        let format = match options.tool_call_format {
+            Some(bundle::ToolCallFormat::Llama3Json) => ToolCallFormat::Llama3Json,
+            _ => ToolCallFormat::Hermes,
+        };
+        let conversation = Conversation::new(
+            options.system,
+            format,
+            options.max_result_chars.unwrap_or(DEFAULT_MAX_RESULT_CHARS),
+        );
+        Ok(Agent {
+            model: Rc::clone(&model.inner),
+            conversation: Rc::new(RefCell::new(conversation)),
+        })
+    }
+
+    fn conversation(&self) -> std::result::Result<std::cell::RefMut<'_, Conversation>, JsValue> {
+        self.conversation
+            .try_borrow_mut()
+            .map_err(|_| to_js(busy()))
+    }
+
+    /// Registers a tool's description: `{ name, description, parameters, timeoutMs }`.
+    #[wasm_bindgen(js_name = addTool)]
+    pub fn add_tool(&self, spec: JsValue) -> std::result::Result<(), JsValue> {
+        let input: ToolInput = from_js(spec, "tool").map_err(to_js)?;
+        let spec = ToolSpec {
+            name: input.name,
+            description: input.description,
+            parameters: input.parameters,
+            timeout_ms: input.timeout_ms,
+        };
+        self.conversation()?.tools.register(spec).map_err(to_js)
+    }
+
+    #[wasm_bindgen(js_name = removeTool)]
+    pub fn remove_tool(&self, name: &str) -> std::result::Result<bool, JsValue> {
+        Ok(self.conversation()?.tools.remove(name))
+    }
+
+    #[wasm_bindgen(js_name = pushUser)]
+    pub fn push_user(&self, text: &str) -> std::result::Result<(), JsValue> {
+        if text.trim().is_empty() {
+            return Err(to_js(WispError::InvalidRequest(
+                "the message is empty".into(),
+            )));
+        }
+        self.conversation()?.push_user(text);
+        Ok(())
+    }
+
+    /// Records a tool's result (any JSON value; strings as they are) for call `id`.
+    #[wasm_bindgen(js_name = pushToolResult)]
+    pub fn push_tool_result(
+        &self,
+        id: &str,
+        name: &str,
+        result: JsValue,
+    ) -> std::result::Result<(), JsValue> {
+        let value: serde_json::Value = from_js(result, "tool result").map_err(to_js)?;
+        self.conversation()?.push_tool_result(id, name, &value);
+        Ok(())
+    }
+
+    pub fn reset(&self) -> std::result::Result<(), JsValue> {
+        self.conversation()?.reset();
+        Ok(())
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn messages(&self) -> std::result::Result<JsValue, JsValue> {
+        to_js_value(&self.conversation()?.messages)
+    }
+
+    /// Starts the next assistant message (the same generation options as `Model.startGeneration`).
+    #[wasm_bindgen(js_name = startTurn)]
+    pub fn start_turn(&self, request: JsValue) -> Promise {
+        let model = Rc::clone(&self.model);
+        let conversation = Rc::clone(&self.conversation);
+        future_to_promise(async move {
+            let prompt = {
+                let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
+                let template = model
+                    .template
+                    .as_ref()
+                    .ok_or_else(|| to_js(WispError::InvalidModel("no chat template".into())))?;
+                let text = conversation.prompt(template).map_err(to_js)?;
+                model
+                    .tokenizer()
+                    .and_then(|t| t.encode(&text))
+                    .map_err(to_js)?
+            };
+            let (generation, epoch) = start(&model, &prompt, request).await.map_err(to_js)?;
+            let turn = {
+                let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
+                Turn::new(generation, &conversation)
+            };
+            Ok(AgentTurn {
+                model,
+                conversation,
+                turn: Rc::new(RefCell::new(turn)),
+                epoch,
+            }
+            .into())
+        })
+    }
+}
+
+#[wasm_bindgen]
+pub struct AgentTurn {
+    model: Rc<Inner>,
+    conversation: Rc<RefCell<Conversation>>,
+    turn: Rc<RefCell<Turn>>,
+    epoch: u64,
+}
+
+#[wasm_bindgen]
+impl AgentTurn {
+    /// Resolves to `{ events, finish }`: events are `{ type: "text", text }`, `{ type: "tool_call_started" }`,
+    /// `{ type: "tool_call", id, name, arguments }` (valid: run it) and `{ type: "invalid_call", id, name,
+    /// error }` (not run; the error already went back to the model).
+    pub fn step(&self) -> Promise {
+        let model = Rc::clone(&self.model);
+        let conversation = Rc::clone(&self.conversation);
+        let turn = Rc::clone(&self.turn);
+        let epoch = self.epoch;
+        future_to_promise(async move {
+            if model.epoch.get() != epoch {
+                return Err(to_js(WispError::Busy(
+                    "the model was used by another call since this turn started".into(),
+                )));
+            }
+            let tokenizer = model.tokenizer().map_err(to_js)?;
+            let mut decoder = model.decoder.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let mut conversation = conversation.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let mut turn = turn.try_borrow_mut().map_err(|_| to_js(busy()))?;
+            let step = turn
+                .step(&mut decoder, tokenizer, &mut conversation)
+                .await
+                .map_err(to_js)?;
+            to_js_value(&step)
+        })
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn usage(&self) -> std::result::Result<JsValue, JsValue> {
+        let turn = self.turn.try_borrow().map_err(|_| to_js(busy()))?;
+        to_js_value(&turn.generation().usage())
+    }
+}
