@@ -41,6 +41,9 @@ pub enum WispError {
     /// More tokens than the cache holds.
     #[error("context overflow: {0}")]
     ContextOverflow(String),
+    /// A tensor of the model does not fit the GPU's per-buffer limits; the message names both.
+    #[error("model too large for this GPU: {0}")]
+    ModelTooLarge(String),
     /// The weights file is not one we can read: wrong magic, unknown version, truncated or corrupt
     /// (a count, size or offset that does not fit the bytes), or a tensor or metadata key it lacks.
     #[error("invalid weights file: {0}")]
@@ -107,6 +110,7 @@ impl WispError {
             WispError::InvalidModel(_) => "INVALID_MODEL",
             WispError::InvalidInput(_) => "INVALID_INPUT",
             WispError::ContextOverflow(_) => "CONTEXT_OVERFLOW",
+            WispError::ModelTooLarge(_) => "MODEL_TOO_LARGE",
             WispError::Busy(_) => "BUSY",
             WispError::InvalidManifest(_) => "INVALID_MANIFEST",
             WispError::InvalidWeights(_) => "INVALID_WEIGHTS",
@@ -137,6 +141,7 @@ mod tests {
             WispError::InvalidModel("x".into()),
             WispError::InvalidInput("x".into()),
             WispError::ContextOverflow("x".into()),
+            WispError::ModelTooLarge("x".into()),
             WispError::Busy("x".into()),
             WispError::InvalidManifest("x".into()),
             WispError::InvalidWeights("x".into()),

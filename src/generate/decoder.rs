@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::backend::{Feed, GraphSession};
+use crate::backend::{adapter_info, AdapterInfo, Feed, GraphSession};
 use crate::error::{Result, WispError};
 use crate::graph::{build_decoder, DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, RopeStyle};
@@ -41,6 +41,7 @@ impl Decoder {
         weights: &mut dyn WeightProvider,
         shape: DecoderShape,
     ) -> Result<Self> {
+        check_limits(config, shape, &adapter_info().await?)?;
         let model = build_decoder(config, weights, shape)?;
         let session = GraphSession::from_model(model).await?;
         let (t, s) = (shape.chunk_len, shape.cache_len);
@@ -222,5 +223,104 @@ impl Decoder {
         }
         self.history.extend_from_slice(chunk);
         Ok(())
+    }
+}
+
+/// Fails with `MODEL_TOO_LARGE` before any weight is read when one of the graph's largest buffers exceeds
+/// what the adapter allows in one buffer or one storage binding.
+pub fn check_limits(
+    config: &ModelConfig,
+    shape: DecoderShape,
+    adapter: &AdapterInfo,
+) -> Result<()> {
+    let (d, ff, v) = (
+        config.hidden_size as u64,
+        config.intermediate_size as u64,
+        config.vocab_size as u64,
+    );
+    let (h, kv, dh) = (
+        config.num_heads as u64,
+        config.num_kv_heads as u64,
+        config.head_dim as u64,
+    );
+    let (t, s) = (shape.chunk_len as u64, shape.cache_len as u64);
+    let buffers = [
+        ("the token embedding", v * d),
+        ("the output head's logits", v * t),
+        ("an MLP projection", d * ff),
+        ("the query projection", d * h * dh),
+        ("the attention mask and scores", h * t * (s + t)),
+        ("a layer's key cache", s * kv * dh),
+    ];
+    let limit = adapter
+        .max_storage_buffer_binding_size
+        .min(adapter.max_buffer_size);
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    for (what, floats) in buffers {
+        let bytes = floats * 4;
+        if bytes > limit {
+            let which = if adapter.max_storage_buffer_binding_size <= adapter.max_buffer_size {
+                "maxStorageBufferBindingSize"
+            } else {
+                "maxBufferSize"
+            };
+            return Err(WispError::ModelTooLarge(format!(
+                "{what} needs {:.1} MiB in one GPU buffer; this adapter's {which} is {:.1} MiB",
+                mib(bytes),
+                mib(limit)
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Family, RopeStyle};
+
+    #[test]
+    fn a_vocabulary_too_large_for_one_buffer_is_named() {
+        let config = ModelConfig {
+            family: Family::Qwen2,
+            hidden_size: 896,
+            intermediate_size: 4864,
+            num_heads: 14,
+            num_kv_heads: 2,
+            head_dim: 64,
+            num_layers: 24,
+            vocab_size: 151_936,
+            rms_norm_eps: 1e-6,
+            rope_theta: 1e6,
+            tie_word_embeddings: true,
+            attention_bias: true,
+            qk_norm: false,
+            rope_style: RopeStyle::Halves,
+            max_position_embeddings: 32768,
+        };
+        let adapter = AdapterInfo {
+            vendor: String::new(),
+            architecture: String::new(),
+            device: String::new(),
+            description: String::new(),
+            is_fallback_adapter: false,
+            max_storage_buffer_binding_size: 128 << 20,
+            max_buffer_size: 256 << 20,
+        };
+        let shape = DecoderShape {
+            chunk_len: 4,
+            cache_len: 512,
+        };
+        let err = check_limits(&config, shape, &adapter).unwrap_err();
+        assert_eq!(err.code(), "MODEL_TOO_LARGE");
+        assert_eq!(
+            err.to_string(),
+            "model too large for this GPU: the token embedding needs 519.3 MiB in one GPU buffer; this adapter's maxStorageBufferBindingSize is 128.0 MiB"
+        );
+        let small = ModelConfig {
+            vocab_size: 32_768,
+            ..config
+        };
+        assert!(check_limits(&small, shape, &adapter).is_ok());
     }
 }
