@@ -3,14 +3,20 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
 const f = (x, d = 1) => (x == null ? "–" : x >= 100 ? x.toFixed(0) : x.toFixed(d));
-const cell = (s, d) => (s ? `${f(s.median, d)} [${f(s.min, d)}–${f(s.max, d)}]${s.n > 1 ? "" : " (n=1)"}` : "–");
+// The median of an even count is the mean of the middle two (run.mjs before 2026-12-02 21:45 took the upper one).
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const mid = (s) => (s?.all ? median(s.all) : s?.median);
+const cell = (s, d) => (s ? `${f(mid(s), d)} [${f(s.min, d)}–${f(s.max, d)}]${s.n > 1 ? "" : " (n=1)"}` : "–");
 const GB = 1e9;
 
 function runCell(run, key, d) {
   if (!run) return "–";
   if (run.mismatch) return "**MISMATCH**";
   if (run.skipped) return "skipped";
-  return cell(run[key], d);
+  return cell(run[key], d) + (run.warmup === false && run[key] ? " cold" : "");
 }
 
 export function table(r, jsonName) {
@@ -19,7 +25,7 @@ export function table(r, jsonName) {
   out.push(`${r.browser.version}${r.browser.headed ? " (headed)" : " (headless)"}; adapter: ${[r.environment.adapter?.vendor, r.environment.adapter?.architecture, r.environment.adapter?.description].filter(Boolean).join(" / ") || "none"}; ` +
     `${r.machine.cpus} CPUs (${r.machine.cpuModel}), load average ${r.machine.loadavgStart.map((x) => x.toFixed(1)).join(" ")} at start, ${r.machine.loadavgEnd.map((x) => x.toFixed(1)).join(" ")} at end. ` +
     `Package: wisp_core_bg.wasm ${r.package.wasmBytes.toLocaleString("en")} bytes, ${r.package.wasmGzipBytes.toLocaleString("en")} gzipped. Raw data: \`${jsonName}\`.`, "");
-  out.push("Median [min–max] over the timed repetitions (after one warm-up run unless marked n=1). TTFT and prefill at the first prompt length come from the same runs as decode.", "");
+  out.push("Median [min–max] over the timed repetitions, after one warm-up run except where marked cold (no warm-up: for ort-webgpu that includes shader compilation). TTFT and prefill at the first prompt length come from the same runs as decode.", "");
   for (const [name, m] of Object.entries(r.models)) {
     const prompts = [...new Set(Object.values(m.engines).flatMap((e) => Object.keys(e.runs)))].map(Number).sort((a, b) => a - b);
     out.push(`## ${m.label}`, "");
@@ -35,7 +41,7 @@ export function table(r, jsonName) {
         continue;
       }
       out.push(`| ${label} | ${cell(e.load, 0)} | ${prompts.map((p) => runCell(e.runs[p], "ttftMs", 0)).join(" | ")} | ${prompts.map((p) => runCell(e.runs[p], "prefillTokPerSec", 1)).join(" | ")} | ` +
-        `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)} (${decodeRun.newTokens - 1} tok)` : "–"} | ${check} |`);
+        `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok)` : "–"} | ${check} |`);
     }
     out.push("");
     const w = m.engines.wisp;
@@ -46,16 +52,16 @@ export function table(r, jsonName) {
       const wd = Object.values(w.runs).find((x) => x?.decodeTokPerSec), pd = Object.values(e.runs).find((x) => x?.decodeTokPerSec);
       const p0 = prompts.find((p) => w.runs[p]?.ttftMs && e.runs[p]?.ttftMs);
       const parts = [];
-      if (wd && pd) parts.push(`decode ${f(wd.decodeTokPerSec.median / pd.decodeTokPerSec.median, 3)}×`);
-      if (p0) parts.push(`TTFT(${p0}) ${f(w.runs[p0].ttftMs.median / e.runs[p0].ttftMs.median, 2)}× as long`);
-      if (w.load && e.load) parts.push(`load ${f(w.load.median / e.load.median, 2)}× as long`);
+      if (wd && pd) parts.push(`decode ${f(mid(wd.decodeTokPerSec) / mid(pd.decodeTokPerSec), 3)}×`);
+      if (p0) parts.push(`TTFT(${p0}) ${f(mid(w.runs[p0].ttftMs) / mid(e.runs[p0].ttftMs), 2)}× as long`);
+      if (w.load && e.load) parts.push(`load ${f(mid(w.load) / mid(e.load), 2)}× as long`);
       if (parts.length) ratios.push(`- Wisp / ${peer}: ${parts.join(", ")}`);
     }
     if (ratios.length) out.push("Ratios (Wisp over peer, medians of this run; decode > 1 means Wisp is faster):", "", ...ratios, "");
     const bw = r.bandwidth;
     const lim = (bps) => f(bps / m.weightBytesF32, 1);
     out.push(`Bandwidth limit: ${f(m.weightBytesF32 / 1e6, 1)} MB of f32 weights read per decode token; page memcpy ${f(bw.cpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(bw.cpuBytesPerSec.median)} tok/s` +
-      (bw.gpuBytesPerSec ? `; WebGPU copyBufferToBuffer ${f(bw.gpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(bw.gpuBytesPerSec.median)} tok/s` : "") + ".", "");
+      (bw.gpuBytesPerSec ? `; WebGPU copyBufferToBuffer ${f(bw.gpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(bw.gpuBytesPerSec.median)} tok/s` : "") + ". (memcpy counts bytes copied, each read once and written once; decode only reads weights, so a read-only stream can beat this figure by up to ~2×.)", "");
   }
   return out.join("\n") + "\n";
 }
@@ -65,8 +71,8 @@ const COLORS = { wisp: "#d9480f", "ort-webgpu": "#1971c2", "ort-wasm": "#2f9e44"
 /** Two log-scale bar panels: decode tok/s and TTFT at the first prompt length, per model and engine. */
 export function chart(r) {
   const panels = [
-    ["decode tokens/s (higher is better)", (e) => Object.values(e.runs).find((x) => x?.decodeTokPerSec)?.decodeTokPerSec.median],
-    ["TTFT ms, first prompt length (lower is better)", (e) => Object.values(e.runs).find((x) => x?.ttftMs)?.ttftMs.median],
+    ["decode tokens/s (higher is better)", (e) => mid(Object.values(e.runs).find((x) => x?.decodeTokPerSec)?.decodeTokPerSec)],
+    ["TTFT ms, first prompt length (lower is better)", (e) => mid(Object.values(e.runs).find((x) => x?.ttftMs)?.ttftMs)],
   ];
   const models = Object.entries(r.models);
   const engines = Object.keys(COLORS);

@@ -52,7 +52,10 @@ const models = opt("--models", "tiny,smollm2").split(",");
 // ort-webgpu last: on SwiftShader it is the one that can crash the page.
 const ENGINES = ["wisp", "ort-wasm", "ort-webgpu"];
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? null;
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 const stats = (xs) => (xs.length ? { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, all: xs } : null);
 const log = (...m) => console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 
