@@ -76,11 +76,11 @@ export function chart(r) {
   ];
   const models = Object.entries(r.models);
   const engines = Object.keys(COLORS);
-  const bar = 26, gap = 14, left = 170, width = 420, top = 40;
+  const bar = 26, gap = 14, left = 170, width = 420, top = 40; // the right margin holds the value labels
   const rows = models.length * (engines.length * bar + gap);
   const panelH = rows + 50;
   const svg = [];
-  svg.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 120}" height="${top + panels.length * panelH}" font-family="sans-serif" font-size="12">`);
+  svg.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 190}" height="${top + panels.length * panelH}" font-family="sans-serif" font-size="12">`);
   svg.push(`<rect width="100%" height="100%" fill="white"/>`);
   svg.push(`<text x="10" y="22" font-size="15" font-weight="bold">Wisp vs onnxruntime-web, ${r.started.slice(0, 10)} (${r.environment.adapter?.architecture || r.environment.adapter?.vendor || "no adapter"}, log scale)</text>`);
   panels.forEach(([title, pick], pi) => {
@@ -101,7 +101,8 @@ export function chart(r) {
         svg.push(`<text x="${left - 6}" y="${y + bar / 2 + 4}" text-anchor="end">${e}</text>`);
         if (v > 0) {
           svg.push(`<rect x="${left}" y="${y + 3}" width="${Math.max(1, x(v) - left)}" height="${bar - 6}" fill="${COLORS[e]}"/>`);
-          svg.push(`<text x="${x(v) + 4}" y="${y + bar / 2 + 4}">${v >= 100 ? v.toFixed(0) : v.toPrecision(3)}</text>`);
+          const cold = Object.values(m.engines[e].runs).find((x) => x?.ttftMs)?.warmup === false ? " (cold, n=1)" : "";
+          svg.push(`<text x="${x(v) + 4}" y="${y + bar / 2 + 4}">${v >= 100 ? v.toFixed(0) : v.toPrecision(3)}${cold}</text>`);
         } else svg.push(`<text x="${left + 4}" y="${y + bar / 2 + 4}" fill="#999">n/a</text>`);
         y += bar;
       }
