@@ -1,0 +1,150 @@
+// The in-page half of the bench (run.mjs drives it through page.evaluate): one engine and one model
+// loaded at a time, greedy generation over token ids, and timings taken with performance.now() here, so
+// that no Node/Chromium round trip is counted.
+const ORT_DIST = "/node_modules/onnxruntime-web/dist/";
+let wisp = null;
+let ort = null;
+let peer = null;
+
+export async function environment() {
+  const adapter = await navigator.gpu?.requestAdapter();
+  const info = adapter?.info ?? {};
+  return {
+    userAgent: navigator.userAgent,
+    hardwareConcurrency: navigator.hardwareConcurrency,
+    crossOriginIsolated: self.crossOriginIsolated,
+    adapter: adapter
+      ? { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description,
+          maxBufferSize: adapter.limits.maxBufferSize, features: [...adapter.features].sort() }
+      : null,
+  };
+}
+
+/** Copy bandwidth in this page: bytes copied per second (each byte read once and written once). */
+export async function copyBandwidth(mb = 128, reps = 5) {
+  const bytes = mb << 20;
+  const src = new Uint8Array(bytes).fill(7);
+  const dst = new Uint8Array(bytes);
+  const cpu = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    dst.set(src);
+    cpu.push(bytes / ((performance.now() - t0) / 1000));
+  }
+  const out = { bytes, cpuBytesPerSec: cpu };
+  const adapter = await navigator.gpu?.requestAdapter();
+  if (adapter) {
+    const device = await adapter.requestDevice();
+    const size = Math.min(bytes, adapter.limits.maxBufferSize);
+    const a = device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const b = device.createBuffer({ size, usage: GPUBufferUsage.COPY_DST });
+    const gpu = [];
+    for (let i = 0; i <= reps; i++) {
+      const t0 = performance.now();
+      const enc = device.createCommandEncoder();
+      enc.copyBufferToBuffer(a, 0, b, 0, size);
+      device.queue.submit([enc.finish()]);
+      await device.queue.onSubmittedWorkDone();
+      if (i > 0) gpu.push(size / ((performance.now() - t0) / 1000)); // the first one pays for allocation
+    }
+    device.destroy();
+    Object.assign(out, { gpuBytes: size, gpuBytesPerSec: gpu });
+  }
+  return out;
+}
+
+const argmax = (row) => {
+  let best = 0;
+  for (let j = 1; j < row.length; j++) if (row[j] > row[best]) best = j;
+  return best;
+};
+
+// ---- Wisp, through the built package ----
+
+export async function wispLoad(source, options) {
+  wisp?.close();
+  wisp = null;
+  const { Model } = await import("/pkg/index.js");
+  const t0 = performance.now();
+  wisp = await Model.load(source, { cache: false, ...options });
+  return { loadMs: performance.now() - t0, contextLength: wisp.contextLength, vocab: wisp.config.vocabSize };
+}
+
+export function wispEncode(text) {
+  return [...wisp.encode(text)];
+}
+
+/** Greedy generation from a cold cache: seek(0) first, or the prompt would be reused from the last run. */
+export async function wispGenerate(ids, maxTokens) {
+  wisp.seek(0);
+  const r = await wisp.generate(ids, { maxTokens, temperature: 0 });
+  if (r.usage.cachedTokens !== 0) throw new Error(`prefix reuse: ${r.usage.cachedTokens} cached tokens`);
+  const decodeMs = r.usage.totalMs - r.usage.ttftMs;
+  return { tokens: r.tokens, finishReason: r.finishReason, ttftMs: r.usage.ttftMs, decodeMs, totalMs: r.usage.totalMs };
+}
+
+export function wispClose() {
+  wisp?.close();
+  wisp = null;
+}
+
+// ---- onnxruntime-web over the KV-cache export (tools/export_onnx_kv.py) ----
+
+export async function ortLoad(url, meta, ep) {
+  await ortRelease();
+  ort ??= await import(`${ORT_DIST}ort.webgpu.min.mjs`);
+  ort.env.wasm.wasmPaths = ORT_DIST;
+  // Without cross-origin isolation there is no SharedArrayBuffer, so the wasm EP runs one thread.
+  const t0 = performance.now();
+  const session = await ort.InferenceSession.create(url, { executionProviders: [ep], graphOptimizationLevel: "all" });
+  peer = { session, meta };
+  return { loadMs: performance.now() - t0, numThreads: ort.env.wasm.numThreads, ortVersion: ort.env.versions?.web };
+}
+
+export async function ortRelease() {
+  await peer?.session.release();
+  peer = null;
+}
+
+/** Prefill in one run, then one token per run; the cache goes back in as the next run's past. */
+export async function ortGenerate(ids, maxTokens) {
+  const { session, meta } = peer;
+  const { layers, kvHeads, headDim } = meta;
+  const T = ort.Tensor;
+  let feeds = {};
+  for (let i = 0; i < layers; i++) {
+    feeds[`past_key_${i}`] = new T("float32", new Float32Array(0), [kvHeads, 0, headDim]);
+    feeds[`past_value_${i}`] = new T("float32", new Float32Array(0), [kvHeads, 0, headDim]);
+  }
+  const tokens = [];
+  let past = 0;
+  let chunk = ids;
+  const t0 = performance.now();
+  let firstAt = 0;
+  while (tokens.length < maxTokens) {
+    const n = chunk.length;
+    const mask = new Float32Array(n * (past + n));
+    for (let r = 0; r < n; r++) for (let c = past + r + 1; c < past + n; c++) mask[r * (past + n) + c] = -Infinity;
+    const out = await session.run({
+      ...feeds,
+      input_ids: new T("int64", BigInt64Array.from(chunk, BigInt), [n]),
+      position_ids: new T("int64", BigInt64Array.from({ length: n }, (_, j) => BigInt(past + j)), [n]),
+      attention_mask: new T("float32", mask, [n, past + n]),
+    });
+    const next = argmax(out.logits.data);
+    tokens.push(next);
+    if (!firstAt) firstAt = performance.now();
+    for (const k of Object.keys(feeds)) feeds[k].dispose?.();
+    feeds = {};
+    for (let i = 0; i < layers; i++) {
+      feeds[`past_key_${i}`] = out[`present_key_${i}`];
+      feeds[`past_value_${i}`] = out[`present_value_${i}`];
+    }
+    out.logits.dispose?.();
+    past += n;
+    chunk = [next];
+  }
+  const end = performance.now();
+  for (const k of Object.keys(feeds)) feeds[k].dispose?.();
+  return { tokens, ttftMs: firstAt - t0, decodeMs: end - firstAt, totalMs: end - t0 };
+}
