@@ -31,9 +31,18 @@ export class Agent {
   #options;
   #running = false;
 
-  constructor(coreAgent, options) {
+  #release;
+
+  constructor(coreAgent, options, release) {
     this.#core = coreAgent;
     this.#options = options;
+    this.#release = release;
+  }
+
+  /** Frees the agent, and the model too when `createAgent` loaded it. */
+  close() {
+    this.#core.free();
+    this.#release?.();
   }
 
   /**
@@ -221,8 +230,8 @@ async function wrapAsync(fn) {
 }
 
 /** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens }`. */
-export function createAgentFor(model, coreModel, options = {}) {
+export function createAgentFor(model, coreModel, options = {}, release) {
   const { system, toolCallFormat, maxResultChars, ...rest } = options;
   const coreAgent = wrap(() => new core.Agent(coreModel, { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }));
-  return new Agent(coreAgent, rest);
+  return new Agent(coreAgent, rest, release);
 }

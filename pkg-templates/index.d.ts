@@ -269,6 +269,8 @@ export class Agent {
   readonly messages: ChatMessage[];
   run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
   stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
+  /** Frees the agent, and its model when `createAgent` loaded it. */
+  close(): void;
 }
 
 export function createAgent(options: {

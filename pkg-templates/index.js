@@ -15,8 +15,14 @@ import { createAgentFor } from "./agent.js";
  */
 export async function createAgent(options = {}) {
   const { model: source, load, ...rest } = options;
-  const model = source instanceof Model ? source : await Model.load(source, load);
-  return createAgentFor(model, model.coreModel(), rest);
+  const owned = !(source instanceof Model);
+  const model = owned ? await Model.load(source, load) : source;
+  try {
+    return createAgentFor(model, model.coreModel(), rest, owned ? () => model.close() : undefined);
+  } catch (e) {
+    if (owned) model.close();
+    throw e;
+  }
 }
 
 let ready = null;

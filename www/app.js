@@ -1,72 +1,130 @@
-// The demo page: reports the WebGPU adapter and runs a small graph through the wisp-agent package.
-import { adapterInfo, GraphSession } from "../pkg/index.js";
+// The demo: a chat with the agent, a trace of every tool call, load progress, stop, and speed.
+// Everything the model writes is shown with textContent: model text is never HTML.
+import { adapterInfo, createAgent } from "../pkg/index.js";
+import { demoTools } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
+const SOURCES = {
+  bundled: { bundle: new URL("../models/wisp-mini/manifest.json", import.meta.url).href },
+  smollm2: new URL("../models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href,
+};
 
-function show(id, text, kind) {
-  const el = $(id);
-  el.textContent = text;
-  el.className = kind ?? "";
+let agent = null;
+let controller = null;
+
+function status(text, error = false) {
+  $("status").textContent = text;
+  $("status").className = error ? "error" : "";
 }
 
-function describeAdapter(info) {
-  const details = $("gpu-details");
-  const rows = {
-    Vendor: info.vendor || "(not given)",
-    Architecture: info.architecture || "(not given)",
-    Description: info.description || "(not given)",
-    "Software adapter": info.isFallbackAdapter ? "yes" : "no",
-    "Max storage binding": `${(info.maxStorageBufferBindingSize / 2 ** 20).toFixed(0)} MiB`,
-  };
-  for (const [name, value] of Object.entries(rows)) {
-    const dt = document.createElement("dt");
-    dt.textContent = name;
-    const dd = document.createElement("dd");
-    dd.textContent = value;
-    details.append(dt, dd);
+function bubble(kind, text = "") {
+  const li = document.createElement("li");
+  li.className = kind;
+  li.textContent = text;
+  $("chat").append(li);
+  li.scrollIntoView({ block: "end" });
+  return li;
+}
+
+function setBusy(busy) {
+  $("question").disabled = busy || !agent;
+  $("send").disabled = busy || !agent;
+  $("stop").disabled = !busy;
+  $("load").disabled = busy;
+}
+
+async function load(source) {
+  setBusy(true);
+  $("progress").hidden = false;
+  $("progress").removeAttribute("value");
+  agent?.close();
+  agent = null;
+  try {
+    agent = await createAgent({
+      model: source,
+      system: "You are a helpful assistant.",
+      load: {
+        onProgress: (e) => {
+          if (e.phase === "download" && e.total) $("progress").value = e.loaded / e.total;
+          else $("progress").removeAttribute("value");
+          status(e.phase === "download" ? `Downloading ${e.file.split("/").pop()}…` : e.phase === "build" ? "Building and compiling the model…" : "Ready.");
+        },
+      },
+    });
+    for (const [spec, fn] of demoTools) agent.tool(spec, fn);
+    status("Ready. Ask about the weather, the time, a calculation, a unit conversion, or your notes.");
+  } catch (e) {
+    agent = null;
+    status(`Could not load the model (${e.code ?? e.name}): ${e.message}`, true);
+  } finally {
+    $("progress").hidden = true;
+    setBusy(false);
   }
-  details.hidden = false;
 }
 
-async function gpuCheck() {
-  const [session, reference] = await Promise.all([
-    GraphSession.create(new URL("../tests/fixtures/matmul.onnx", import.meta.url)),
-    fetch(new URL("../tests/fixtures/matmul.json", import.meta.url)).then((r) => r.json()),
-  ]);
-  const feeds = Object.fromEntries(
-    Object.entries(reference.inputs).map(([name, v]) => [name, new Float32Array(v.data)]),
-  );
-  const started = performance.now();
-  const out = await session.run(feeds);
-  const ms = performance.now() - started;
-  session.close();
-  const want = reference.outputs.y.data;
-  const diff = out.y.data.reduce((m, v, i) => Math.max(m, Math.abs(v - want[i])), 0);
-  return { diff, ms };
+async function ask(question) {
+  bubble("user", question);
+  let answer = null;
+  const calls = new Map();
+  controller = new AbortController();
+  setBusy(true);
+  try {
+    const result = await agent.run(question, {
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type === "step_start") answer = null;
+        if (e.type === "text") {
+          answer ??= bubble("assistant");
+          answer.textContent += e.text;
+        }
+        if (e.type === "tool_call") calls.set(e.id, bubble("tool", `→ ${e.name}(${JSON.stringify(e.arguments)})`));
+        if (e.type === "tool_result") calls.get(e.id).textContent += `\n← ${JSON.stringify(e.result)}  (${e.ms.toFixed(0)} ms)`;
+        if (e.type === "tool_error") {
+          const li = calls.get(e.id) ?? bubble("tool", `→ ${e.name ?? "?"}(…)`);
+          li.classList.add("failed");
+          li.textContent += `\n✗ ${e.error}`;
+        }
+      },
+    });
+    const u = result.usage;
+    $("speed").textContent = `${u.completionTokens} tokens in ${(u.totalMs / 1000).toFixed(1)} s · ${((u.completionTokens * 1000) / u.totalMs).toFixed(1)} tokens/s · ${u.cachedTokens} prompt tokens reused`;
+    if (!result.text && result.finishReason === "max_steps") bubble("assistant", "(stopped after too many tool calls)");
+  } catch (e) {
+    bubble("assistant", e.name === "AbortError" ? "(stopped)" : `(error ${e.code ?? e.name}: ${e.message})`);
+  } finally {
+    controller = null;
+    setBusy(false);
+  }
 }
 
 async function main() {
-  let info;
   try {
-    info = await adapterInfo();
+    const info = await adapterInfo();
+    status(`WebGPU: ${[info.vendor, info.architecture, info.description].filter(Boolean).join(" / ")}${info.isFallbackAdapter ? " (software, slow)" : ""}. Loading the bundled model…`);
   } catch (e) {
-    show("gpu-status", `WebGPU is not available here, so Wisp cannot run on the GPU: ${e.message}`, "error");
-    show("check-status", "Skipped: no WebGPU.", "error");
+    status(`WebGPU is not available here, so Wisp cannot run: ${e.message}`, true);
+    $("load").disabled = true;
     return;
   }
-  show("gpu-status", "WebGPU adapter found.", "ok");
-  describeAdapter(info);
-  try {
-    const { diff, ms } = await gpuCheck();
-    const good = diff <= 1e-4;
-    show(
-      "check-status",
-      `${good ? "Passed" : "FAILED"}: MatMul 8×16 · 16×12 in ${ms.toFixed(1)} ms, max |difference| from onnxruntime ${diff.toExponential(1)}.`,
-      good ? "ok" : "error",
-    );
-  } catch (e) {
-    show("check-status", `Failed (${e.code ?? e.name}): ${e.message}`, "error");
-  }
+  fetch(SOURCES.smollm2, { method: "HEAD" }).then((r) => {
+    if (r.ok) $("model-choice").querySelector('[value="smollm2"]').disabled = false;
+  }).catch(() => {});
+  $("model-choice").addEventListener("change", () => ($("model-url").hidden = $("model-choice").value !== "url"));
+  $("model-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const choice = $("model-choice").value;
+    load(choice === "url" ? $("model-url").value : SOURCES[choice]);
+  });
+  $("ask").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = $("question").value.trim();
+    if (q && agent) {
+      $("question").value = "";
+      ask(q);
+    }
+  });
+  $("stop").addEventListener("click", () => controller?.abort());
+  await load(SOURCES.bundled);
 }
 
 main();
