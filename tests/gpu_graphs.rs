@@ -81,9 +81,10 @@ fn matmul_matches_onnxruntime() {
 
 #[test]
 fn not_onnx_is_invalid_model() {
-    let err = pollster::block_on(GraphSession::from_bytes(b"GGUF\x03\x00\x00\x00 not onnx"))
-        .err()
-        .expect("garbage must not load");
+    let Err(err) = pollster::block_on(GraphSession::from_bytes(b"GGUF\x03\x00\x00\x00 not onnx"))
+    else {
+        panic!("garbage must not load");
+    };
     assert_eq!(err.code(), "INVALID_MODEL", "{err}");
 }
 
@@ -95,7 +96,7 @@ fn wrong_inputs_are_named() {
         let mut bad = feeds(&fx);
         let short = &fx.inputs["a"].data[1..];
         bad.insert("a", Feed::F32(short));
-        let err = session.run(&bad).await.err().expect("short input rejected");
+        let err = session.run(&bad).await.expect_err("short input rejected");
         assert_eq!(
             err,
             WispError::InvalidInput("input 'a' needs 128 values (shape [8, 16]), got 127".into())
@@ -106,8 +107,7 @@ fn wrong_inputs_are_named() {
         let err = session
             .run(&extra)
             .await
-            .err()
-            .expect("unknown input rejected");
+            .expect_err("unknown input rejected");
         assert_eq!(err.code(), "INVALID_INPUT");
         assert!(err.to_string().contains("'c'"), "{err}");
 
@@ -119,14 +119,12 @@ fn wrong_inputs_are_named() {
         let err = session
             .run(&wrong_type)
             .await
-            .err()
-            .expect("wrong element type rejected");
+            .expect_err("wrong element type rejected");
         assert_eq!(err.code(), "INVALID_INPUT");
         let err = session
             .run(&missing)
             .await
-            .err()
-            .expect("missing input rejected");
+            .expect_err("missing input rejected");
         assert!(err.to_string().contains("'b'"), "{err}");
 
         // The session is still usable after rejected requests.

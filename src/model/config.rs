@@ -97,11 +97,9 @@ impl ModelConfig {
             intermediate_size: field(hf.intermediate_size, "intermediate_size")?,
             num_heads,
             num_kv_heads: hf.num_key_value_heads.unwrap_or(num_heads),
-            head_dim: hf.head_dim.unwrap_or(if num_heads == 0 {
-                0
-            } else {
-                hidden_size / num_heads
-            }),
+            head_dim: hf
+                .head_dim
+                .unwrap_or(hidden_size.checked_div(num_heads).unwrap_or(0)),
             num_layers: field(hf.num_hidden_layers, "num_hidden_layers")?,
             vocab_size: field(hf.vocab_size, "vocab_size")?,
             rms_norm_eps: hf.rms_norm_eps.unwrap_or(1e-6),
@@ -144,7 +142,7 @@ impl ModelConfig {
                 return fail(name, format!("is {v}; it must be even"));
             }
         }
-        if self.num_heads % self.num_kv_heads != 0 {
+        if !self.num_heads.is_multiple_of(self.num_kv_heads) {
             return fail(
                 "num_key_value_heads",
                 format!(
