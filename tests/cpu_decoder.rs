@@ -184,13 +184,11 @@ fn memcpy_bandwidth() -> f64 {
     n as f64 / best
 }
 
-/// Quantizing the activations to 8 bits (as llama.cpp does) moves the logits away from the f32
-/// reference (which dequantizes the weights and keeps activations in f32). The reference logits of
-/// SmolLM2 are around 10-25; 8-bit activations carry a relative error of about 1/254 per element,
-/// which through 30 layers measured at most ~0.1 in a logit here: 0.25 leaves margin and still catches
-/// any real bug (a wrong block layout or rotary pairing moves logits by whole units). Greedy tokens must
-/// match exactly.
-const SMOL_LOGIT_TOLERANCE: f32 = 0.25;
+/// The kernels decode each weight block with the dequantizer's arithmetic and keep activations in f32,
+/// so only the summation order differs from the f32 reference: the bound of tests/smollm2.rs holds.
+/// (8-bit activations, as llama.cpp uses, moved these logits by up to 0.47 and flipped the first greedy
+/// token of the first prompt, whose margin is 0.08.)
+const SMOL_LOGIT_TOLERANCE: f32 = 2e-3;
 
 #[test]
 #[ignore = "needs the SmolLM2 GGUF: bash tools/fetch-smollm2.sh"]

@@ -2,7 +2,6 @@
 //! computed with the kernels of this module instead of a wonnx graph.
 
 use super::layer::{self, Heads, Rope};
-use super::q8::Q8Rows;
 use super::weights::{self, CpuWeights, Linear};
 use crate::error::{Result, WispError};
 use crate::model::{ModelConfig, ModelWeights};
@@ -22,8 +21,6 @@ pub struct CpuDecoder {
     /// runtime's layout). Rows past `len` are stale and overwritten by the next chunk.
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
-    /// Scratch for quantized activations.
-    q8: Q8Rows,
 }
 
 impl CpuDecoder {
@@ -45,7 +42,6 @@ impl CpuDecoder {
             len: 0,
             keys: vec![Vec::new(); config.num_layers],
             values: vec![Vec::new(); config.num_layers],
-            q8: Q8Rows::default(),
         })
     }
 
@@ -115,7 +111,6 @@ impl CpuDecoder {
         };
         let (qw, kw) = (heads.q * heads.dim, heads.kv * heads.dim);
         let w = &self.weights;
-        let q8 = &mut self.q8;
 
         let mut x = vec![0.0; n * d];
         for (row, &id) in x.chunks_exact_mut(d).zip(chunk) {
@@ -127,9 +122,9 @@ impl CpuDecoder {
         let (mut gate, mut up) = (vec![0.0; n * ff], vec![0.0; n * ff]);
         for ((layer, keys), values) in w.layers.iter().zip(&mut self.keys).zip(&mut self.values) {
             layer::rms_norm(&x, &layer.attn_norm, eps, &mut a);
-            linear(&layer.q, &a, q8, &mut q);
-            linear(&layer.k, &a, q8, &mut k);
-            linear(&layer.v, &a, q8, &mut v);
+            linear(&layer.q, &a, &mut q);
+            linear(&layer.k, &a, &mut k);
+            linear(&layer.v, &a, &mut v);
             if let Some((q_norm, k_norm)) = &layer.qk_norm {
                 layer::head_norm(&mut q, q_norm, eps);
                 layer::head_norm(&mut k, k_norm, eps);
@@ -147,28 +142,28 @@ impl CpuDecoder {
             values.truncate(start * kw);
             values.extend_from_slice(&v);
             layer::attention(&q, keys, values, start, heads, &mut att);
-            layer.o.matmul(&att, q8, &mut o);
+            layer.o.matmul(&att, &mut o);
             layer::add(&mut x, &o);
 
             layer::rms_norm(&x, &layer.ffn_norm, eps, &mut a);
-            layer.gate.matmul(&a, q8, &mut gate);
-            layer.up.matmul(&a, q8, &mut up);
+            layer.gate.matmul(&a, &mut gate);
+            layer.up.matmul(&a, &mut up);
             layer::swiglu(&mut gate, &up);
-            layer.down.matmul(&gate, q8, &mut o);
+            layer.down.matmul(&gate, &mut o);
             layer::add(&mut x, &o);
         }
         layer::rms_norm(&x, &w.norm, eps, &mut a);
         let head = w.head.as_ref().unwrap_or(&w.embed);
         let mut out = vec![0.0; n * vocab];
-        head.matmul(&a, q8, &mut out);
+        head.matmul(&a, &mut out);
         logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
         self.len += n;
         Ok(())
     }
 }
 
-fn linear(l: &Linear, x: &[f32], q8: &mut Q8Rows, out: &mut [f32]) {
-    l.w.matmul(x, q8, out);
+fn linear(l: &Linear, x: &[f32], out: &mut [f32]) {
+    l.w.matmul(x, out);
     if let Some(b) = &l.bias {
         layer::add_rows(out, b);
     }

@@ -1,14 +1,13 @@
-//! The dot products of `dot` with wasm SIMD (simd128): 4 f32 lanes for F32 rows; for quantized rows,
-//! 16 bytes widened to i16 and multiplied pairwise into i32 lanes (`i32x4.dot_i16x8_s`), with each
-//! block's integer sums scaled into f32 lanes so that only the row's end needs a horizontal sum.
+//! The dot products of `dot` with wasm SIMD (simd128): quantized blocks are widened 16 bytes at a time
+//! into four f32x4 vectors, scaled exactly as the dequantizer does, and multiplied into f32x4
+//! accumulators, so that only the row's end needs a horizontal sum.
 //!
 //! Compiled only for `wasm32` with `target_feature = "simd128"`, where these intrinsics are safe
 //! functions; the load is the one `unsafe` operation, in `load`.
 
 use core::arch::wasm32::*;
 
-use super::dot::{f16_at, k_scales};
-use super::q8::{Q8Row, QK};
+use super::dot::{f16_at, k_scales, QK};
 
 /// Element types a v128 is loaded from: plain numbers (no padding, every bit pattern valid).
 trait Lane: Copy {
@@ -44,19 +43,37 @@ fn hsum_f32(v: v128) -> f32 {
         + f32x4_extract_lane::<3>(v)
 }
 
-/// Pairwise products of two vectors of 16 signed bytes, summed into 4 i32 lanes.
-fn dot_i8x16(a: v128, b: v128) -> v128 {
-    let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(a), i16x8_extend_low_i8x16(b));
-    let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(a), i16x8_extend_high_i8x16(b));
-    i32x4_add(lo, hi)
+/// 16 unsigned bytes as four f32x4.
+fn u8_to_f32(n: v128) -> [v128; 4] {
+    let (lo, hi) = (u16x8_extend_low_u8x16(n), u16x8_extend_high_u8x16(n));
+    [
+        f32x4_convert_u32x4(u32x4_extend_low_u16x8(lo)),
+        f32x4_convert_u32x4(u32x4_extend_high_u16x8(lo)),
+        f32x4_convert_u32x4(u32x4_extend_low_u16x8(hi)),
+        f32x4_convert_u32x4(u32x4_extend_high_u16x8(hi)),
+    ]
 }
 
-/// `acc + isum * scale`, lane-wise in f32.
-fn scaled(acc: v128, isum: v128, scale: f32) -> v128 {
-    f32x4_add(
-        acc,
-        f32x4_mul(f32x4_convert_i32x4(isum), f32x4_splat(scale)),
-    )
+/// 16 signed bytes as four f32x4.
+fn i8_to_f32(n: v128) -> [v128; 4] {
+    let (lo, hi) = (i16x8_extend_low_i8x16(n), i16x8_extend_high_i8x16(n));
+    [
+        f32x4_convert_i32x4(i32x4_extend_low_i16x8(lo)),
+        f32x4_convert_i32x4(i32x4_extend_high_i16x8(lo)),
+        f32x4_convert_i32x4(i32x4_extend_low_i16x8(hi)),
+        f32x4_convert_i32x4(i32x4_extend_high_i16x8(hi)),
+    ]
+}
+
+/// `acc + sum over 16 elements of (n d + m) x`, where `n` holds 16 values widened to f32 and `x` starts
+/// at element `at` of `xs`.
+fn fma16(acc: v128, n: [v128; 4], d: v128, m: v128, xs: &[f32], at: usize) -> v128 {
+    let mut acc = acc;
+    for (k, nk) in n.into_iter().enumerate() {
+        let w = f32x4_add(f32x4_mul(nk, d), m);
+        acc = f32x4_add(acc, f32x4_mul(w, load(xs, at + 4 * k)));
+    }
+    acc
 }
 
 pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
@@ -75,72 +92,62 @@ pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
     )) + tail
 }
 
-pub(crate) fn q8_0(w: &[u8], x: Q8Row) -> f32 {
-    let mut acc = f32x4_splat(0.0);
-    for ((b, xq), &xd) in w.chunks_exact(34).zip(x.q.chunks_exact(QK)).zip(x.d) {
-        let isum = i32x4_add(
-            dot_i8x16(load(b, 2), load(xq, 0)),
-            dot_i8x16(load(b, 18), load(xq, 16)),
-        );
-        acc = scaled(acc, isum, f16_at(b, 0) * xd);
+pub(crate) fn q8_0(w: &[u8], x: &[f32]) -> f32 {
+    let (mut acc, zero) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    for (b, xb) in w.chunks_exact(34).zip(x.chunks_exact(QK)) {
+        let d = f32x4_splat(f16_at(b, 0));
+        acc = fma16(acc, i8_to_f32(load(b, 2)), d, zero, xb, 0);
+        acc = fma16(acc, i8_to_f32(load(b, 18)), d, zero, xb, 16);
     }
     hsum_f32(acc)
 }
 
-/// `sum(n * x)` of a Q4_0 / Q4_1 block: the low nibbles of `qs` against `x[..16]`, the high ones against
-/// `x[16..]`. Nibbles (0..15) are also valid signed bytes, so the signed widening applies.
-fn nibbles_split(qs: v128, xq: &[i8]) -> v128 {
-    let lo = v128_and(qs, u8x16_splat(0x0F));
-    let hi = u8x16_shr(qs, 4);
-    i32x4_add(dot_i8x16(lo, load(xq, 0)), dot_i8x16(hi, load(xq, 16)))
-}
-
-pub(crate) fn q4_0(w: &[u8], x: Q8Row) -> f32 {
-    let (mut acc, mut offsets) = (f32x4_splat(0.0), 0.0);
-    let scales = x.d.iter().zip(x.s);
-    for ((b, xq), (&xd, &xs)) in w.chunks_exact(18).zip(x.q.chunks_exact(QK)).zip(scales) {
-        let d = f16_at(b, 0);
-        acc = scaled(acc, nibbles_split(load(b, 2), xq), d * xd);
-        offsets += d * xs;
+pub(crate) fn q4_0(w: &[u8], x: &[f32]) -> f32 {
+    let (mut acc, zero) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    let (mask, eight) = (u8x16_splat(0x0F), i8x16_splat(8));
+    for (b, xb) in w.chunks_exact(18).zip(x.chunks_exact(QK)) {
+        let d = f32x4_splat(f16_at(b, 0));
+        let qs = load(b, 2);
+        let lo = i8x16_sub(v128_and(qs, mask), eight);
+        let hi = i8x16_sub(u8x16_shr(qs, 4), eight);
+        acc = fma16(acc, i8_to_f32(lo), d, zero, xb, 0);
+        acc = fma16(acc, i8_to_f32(hi), d, zero, xb, 16);
     }
-    hsum_f32(acc) - 8.0 * offsets
+    hsum_f32(acc)
 }
 
-pub(crate) fn q4_1(w: &[u8], x: Q8Row) -> f32 {
-    let (mut acc, mut offsets) = (f32x4_splat(0.0), 0.0);
-    let scales = x.d.iter().zip(x.s);
-    for ((b, xq), (&xd, &xs)) in w.chunks_exact(20).zip(x.q.chunks_exact(QK)).zip(scales) {
-        let (d, m) = (f16_at(b, 0), f16_at(b, 2));
-        acc = scaled(acc, nibbles_split(load(b, 4), xq), d * xd);
-        offsets += m * xs;
-    }
-    hsum_f32(acc) + offsets
-}
-
-pub(crate) fn q4_k(w: &[u8], x: Q8Row) -> f32 {
-    let (mut acc, mut mins) = (f32x4_splat(0.0), 0.0);
+pub(crate) fn q4_1(w: &[u8], x: &[f32]) -> f32 {
+    let mut acc = f32x4_splat(0.0);
     let mask = u8x16_splat(0x0F);
-    let xs =
-        x.q.chunks_exact(8 * QK)
-            .zip(x.d.chunks_exact(8).zip(x.s.chunks_exact(8)));
-    for (b, (xq, (xd, xsum))) in w.chunks_exact(144).zip(xs) {
+    for (b, xb) in w.chunks_exact(20).zip(x.chunks_exact(QK)) {
+        let (d, m) = (f32x4_splat(f16_at(b, 0)), f32x4_splat(f16_at(b, 2)));
+        let qs = load(b, 4);
+        acc = fma16(acc, u8_to_f32(v128_and(qs, mask)), d, m, xb, 0);
+        acc = fma16(acc, u8_to_f32(u8x16_shr(qs, 4)), d, m, xb, 16);
+    }
+    hsum_f32(acc)
+}
+
+pub(crate) fn q4_k(w: &[u8], x: &[f32]) -> f32 {
+    let mut acc = f32x4_splat(0.0);
+    let mask = u8x16_splat(0x0F);
+    for (b, xs) in w.chunks_exact(144).zip(x.chunks_exact(8 * QK)) {
         let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
         let (sc, mn) = k_scales(&b[4..16]);
-        for pair in 0..4 {
+        for (sub, xb) in xs.chunks_exact(QK).enumerate() {
             // Sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles) share 32 bytes of qs.
-            let (q0, q1) = (load(b, 16 + 32 * pair), load(b, 32 + 32 * pair));
-            for (half, sub) in [(0, 2 * pair), (1, 2 * pair + 1)] {
-                let (n0, n1) = if half == 0 {
-                    (v128_and(q0, mask), v128_and(q1, mask))
-                } else {
-                    (u8x16_shr(q0, 4), u8x16_shr(q1, 4))
-                };
-                let xs = &xq[sub * QK..];
-                let isum = i32x4_add(dot_i8x16(n0, load(xs, 0)), dot_i8x16(n1, load(xs, 16)));
-                acc = scaled(acc, isum, d * f32::from(sc[sub]) * xd[sub]);
-                mins += dmin * f32::from(mn[sub]) * xsum[sub];
-            }
+            let at = 16 + 32 * (sub / 2);
+            let (q0, q1) = (load(b, at), load(b, at + 16));
+            let (n0, n1) = if sub % 2 == 0 {
+                (v128_and(q0, mask), v128_and(q1, mask))
+            } else {
+                (u8x16_shr(q0, 4), u8x16_shr(q1, 4))
+            };
+            let dl = f32x4_splat(d * f32::from(sc[sub]));
+            let ml = f32x4_splat(-(dmin * f32::from(mn[sub])));
+            acc = fma16(acc, u8_to_f32(n0), dl, ml, xb, 0);
+            acc = fma16(acc, u8_to_f32(n1), dl, ml, xb, 16);
         }
     }
-    hsum_f32(acc) - mins
+    hsum_f32(acc)
 }

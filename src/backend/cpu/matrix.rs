@@ -1,8 +1,8 @@
 //! A weight matrix `[rows, cols]` (Hugging Face's `[out, in]`), kept in its file encoding when a kernel
 //! can read that directly, and its products with activation rows.
 
+use super::dot::QK;
 use super::kernels;
-use super::q8::{Q8Row, Q8Rows, QK};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
 use crate::weights::quant::{self, GgmlType};
@@ -14,7 +14,7 @@ enum Data {
         ty: GgmlType,
         bytes: Vec<u8>,
         row_bytes: usize,
-        dot: fn(&[u8], Q8Row) -> f32,
+        dot: fn(&[u8], &[f32]) -> f32,
     },
 }
 
@@ -38,7 +38,7 @@ impl Matrix {
     /// kernel reads the type, otherwise dequantized to f32 once here.
     pub fn from_gguf(t: &TensorInfo, rows: usize, cols: usize) -> Result<Self> {
         let ty = t.ggml_type();
-        let dot: fn(&[u8], Q8Row) -> f32 = match ty {
+        let dot: fn(&[u8], &[f32]) -> f32 = match ty {
             GgmlType::Q8_0 => kernels::q8_0,
             GgmlType::Q4_0 => kernels::q4_0,
             GgmlType::Q4_1 => kernels::q4_1,
@@ -46,7 +46,7 @@ impl Matrix {
             _ => return Ok(Self::dense(rows, cols, t.to_f32()?)),
         };
         let (block_len, block_bytes) = ty.block_layout();
-        // GGUF rows are whole blocks (ggml requires it); the activation blocks are QK long.
+        // GGUF rows are whole blocks (ggml requires it); the kernels walk activations QK at a time.
         if cols % block_len != 0
             || cols % QK != 0
             || t.data().len() != rows * cols / block_len * block_bytes
@@ -99,10 +99,8 @@ impl Matrix {
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
     /// row is read once and used for every token, so a prefill chunk costs one pass over the weights.
-    /// `q8` is scratch for the quantized activations.
-    pub fn matmul(&self, x: &[f32], q8: &mut Q8Rows, out: &mut [f32]) {
+    pub fn matmul(&self, x: &[f32], out: &mut [f32]) {
         let (rows, cols) = (self.rows, self.cols);
-        let tokens = x.len() / cols;
         match &self.data {
             Data::F32(w) => {
                 for (r, wr) in w.chunks_exact(cols).enumerate() {
@@ -117,10 +115,9 @@ impl Matrix {
                 dot,
                 ..
             } => {
-                q8.quantize(x, cols);
                 for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
-                    for t in 0..tokens {
-                        out[t * rows + r] = dot(wr, q8.row(t));
+                    for (t, xt) in x.chunks_exact(cols).enumerate() {
+                        out[t * rows + r] = dot(wr, xt);
                     }
                 }
             }

@@ -1,5 +1,6 @@
-//! The decoder on the CPU, in plain Rust: quantized weights stay quantized, and the hot dot products have
-//! wasm SIMD versions (simd128) next to portable ones that LLVM vectorizes natively.
+//! The decoder on the CPU, in plain Rust: quantized weights stay quantized (decoded block by block inside
+//! the dot products, activations stay f32), and the hot dot products have wasm SIMD versions (simd128)
+//! next to portable ones that LLVM vectorizes natively.
 
 mod decoder;
 mod dot;
@@ -7,7 +8,6 @@ mod dot;
 mod dot_wasm;
 mod layer;
 mod matrix;
-mod q8;
 mod weights;
 
 pub use decoder::CpuDecoder;
