@@ -84,10 +84,16 @@ fn check_family(family: &str) {
     let case = &reference.cases[1];
     let got = dec.forward(&case.tokens[..5]).unwrap();
     assert_close(&got, case, 0, "prefix");
+    let started = Instant::now();
     for (i, &tok) in case.tokens.iter().enumerate().skip(5) {
         let got = dec.forward(&[tok]).unwrap();
         assert_close(&got, case, i, "decode");
     }
+    let steps = case.tokens.len().saturating_sub(5).max(1);
+    println!(
+        "{family}: decode {:.3} ms/token",
+        started.elapsed().as_secs_f64() * 1e3 / steps as f64
+    );
     assert_eq!(dec.len(), case.tokens.len());
 
     // Rolling back drops a branch: the continuation is computed as if it never happened.

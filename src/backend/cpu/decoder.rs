@@ -122,9 +122,9 @@ impl CpuDecoder {
         let (mut gate, mut up) = (vec![0.0; n * ff], vec![0.0; n * ff]);
         for ((layer, keys), values) in w.layers.iter().zip(&mut self.keys).zip(&mut self.values) {
             layer::rms_norm(&x, &layer.attn_norm, eps, &mut a);
-            linear(&layer.q, &a, &mut q);
-            linear(&layer.k, &a, &mut k);
-            linear(&layer.v, &a, &mut v);
+            linear(&layer.q, &a, &mut q)?;
+            linear(&layer.k, &a, &mut k)?;
+            linear(&layer.v, &a, &mut v)?;
             if let Some((q_norm, k_norm)) = &layer.qk_norm {
                 layer::head_norm(&mut q, q_norm, eps);
                 layer::head_norm(&mut k, k_norm, eps);
@@ -142,29 +142,30 @@ impl CpuDecoder {
             values.truncate(start * kw);
             values.extend_from_slice(&v);
             layer::attention(&q, keys, values, start, heads, &mut att);
-            layer.o.matmul(&att, &mut o);
+            layer.o.matmul(&att, &mut o)?;
             layer::add(&mut x, &o);
 
             layer::rms_norm(&x, &layer.ffn_norm, eps, &mut a);
-            layer.gate.matmul(&a, &mut gate);
-            layer.up.matmul(&a, &mut up);
+            layer.gate.matmul(&a, &mut gate)?;
+            layer.up.matmul(&a, &mut up)?;
             layer::swiglu(&mut gate, &up);
-            layer.down.matmul(&gate, &mut o);
+            layer.down.matmul(&gate, &mut o)?;
             layer::add(&mut x, &o);
         }
         layer::rms_norm(&x, &w.norm, eps, &mut a);
         let head = w.head.as_ref().unwrap_or(&w.embed);
         let mut out = vec![0.0; n * vocab];
-        head.matmul(&a, &mut out);
+        head.matmul(&a, &mut out)?;
         logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
         self.len += n;
         Ok(())
     }
 }
 
-fn linear(l: &Linear, x: &[f32], out: &mut [f32]) {
-    l.w.matmul(x, out);
+fn linear(l: &Linear, x: &[f32], out: &mut [f32]) -> Result<()> {
+    l.w.matmul(x, out)?;
     if let Some(b) = &l.bias {
         layer::add_rows(out, b);
     }
+    Ok(())
 }

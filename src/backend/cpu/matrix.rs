@@ -98,9 +98,11 @@ impl Matrix {
     }
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
-    /// row is read once and used for every token, so a prefill chunk costs one pass over the weights.
-    pub fn matmul(&self, x: &[f32], out: &mut [f32]) {
+    /// row is read once and used for every token, so a prefill chunk costs one pass over the weights; with
+    /// several tokens a quantized row is also decoded once, then multiplied as f32.
+    pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
         let (rows, cols) = (self.rows, self.cols);
+        let tokens = x.len() / cols;
         match &self.data {
             Data::F32(w) => {
                 for (r, wr) in w.chunks_exact(cols).enumerate() {
@@ -110,17 +112,23 @@ impl Matrix {
                 }
             }
             Data::Blocks {
+                ty,
                 bytes,
                 row_bytes,
                 dot,
-                ..
             } => {
                 for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
+                    if tokens == 1 {
+                        out[r] = dot(wr, x);
+                        continue;
+                    }
+                    let wf = quant::dequantize("weight row", *ty, wr)?;
                     for (t, xt) in x.chunks_exact(cols).enumerate() {
-                        out[t * rows + r] = dot(wr, xt);
+                        out[t * rows + r] = kernels::dense(&wf, xt);
                     }
                 }
             }
         }
+        Ok(())
     }
 }
