@@ -32,7 +32,7 @@ impl Rng {
 const EDGE_SCALES: [f32; 6] = [0.0, -0.03, 6.0e-8, 65504.0, 1.0, 0.002];
 
 fn scale(rng: &mut Rng, i: usize) -> [u8; 2] {
-    let v = if i % 3 == 0 {
+    let v = if i.is_multiple_of(3) {
         EDGE_SCALES[(i / 3) % EDGE_SCALES.len()]
     } else {
         rng.unit() * 0.1

@@ -47,8 +47,8 @@ impl Matrix {
         };
         let (block_len, block_bytes) = ty.block_layout();
         // GGUF rows are whole blocks (ggml requires it); the kernels walk activations QK at a time.
-        if cols % block_len != 0
-            || cols % QK != 0
+        if !cols.is_multiple_of(block_len)
+            || !cols.is_multiple_of(QK)
             || t.data().len() != rows * cols / block_len * block_bytes
         {
             return Err(WispError::InvalidWeights(format!(
