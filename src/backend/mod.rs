@@ -1,5 +1,6 @@
 //! Running ONNX graphs on the GPU through wonnx, with every GPU error surfaced as a [`WispError`].
 
+pub mod cpu;
 mod guard;
 mod spec;
 

@@ -2,7 +2,7 @@
 //! metadata, checked before any weights are touched.
 
 mod config;
-mod source;
+pub(crate) mod source;
 
 pub use config::{Family, ModelConfig, RopeStyle};
 pub use source::ModelWeights;

@@ -8,11 +8,11 @@ use crate::weights::gguf::Metadata;
 use crate::weights::Weights;
 
 pub struct ModelWeights<'a> {
-    weights: Weights<'a>,
+    pub(crate) weights: Weights<'a>,
 }
 
 /// The GGUF name (llama.cpp's convention) of a Hugging Face tensor name.
-fn gguf_name(hf: &str) -> Option<String> {
+pub(crate) fn gguf_name(hf: &str) -> Option<String> {
     let fixed = match hf {
         "model.embed_tokens.weight" => Some("token_embd.weight"),
         "model.norm.weight" => Some("output_norm.weight"),

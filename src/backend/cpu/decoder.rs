@@ -1,0 +1,171 @@
+//! The decoder on the CPU: the same positions, cache and chunked forward passes as `generate::Decoder`,
+//! computed with the kernels of this module instead of a wonnx graph.
+
+use super::layer::{self, Heads, Rope};
+use super::weights::{self, CpuWeights, Linear};
+use crate::error::{Result, WispError};
+use crate::model::{ModelConfig, ModelWeights};
+
+/// Tokens per forward pass: each weight row is read once per chunk, and the activations of a chunk
+/// (`CHUNK * intermediate_size` floats at most) stay small.
+const CHUNK: usize = 32;
+
+pub struct CpuDecoder {
+    config: ModelConfig,
+    weights: CpuWeights,
+    rope: Rope,
+    capacity: usize,
+    /// Tokens whose keys and values are in the cache.
+    len: usize,
+    /// Per layer, the keys and values of cached positions, `[position][kv_heads * head_dim]` (the wonnx
+    /// runtime's layout). Rows past `len` are stale and overwritten by the next chunk.
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+}
+
+impl CpuDecoder {
+    /// Loads the weights the configuration needs (quantized ones stay quantized) for a context of
+    /// `context_len` tokens.
+    pub fn new(config: &ModelConfig, weights: &ModelWeights, context_len: usize) -> Result<Self> {
+        config.validate()?;
+        if context_len == 0 {
+            return Err(WispError::InvalidInput(
+                "context_len is 0; it must be at least 1".into(),
+            ));
+        }
+        let weights = weights::load(config, weights)?;
+        Ok(CpuDecoder {
+            config: config.clone(),
+            weights,
+            rope: Rope::new(config.rope_style, config.head_dim, config.rope_theta),
+            capacity: context_len,
+            len: 0,
+            keys: vec![Vec::new(); config.num_layers],
+            values: vec![Vec::new(); config.num_layers],
+        })
+    }
+
+    /// Tokens in the cache: the position the next token gets.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes of weights a forward pass reads per chunk: the floor of a token's time is this over the
+    /// memory bandwidth.
+    pub fn weight_bytes_per_pass(&self) -> usize {
+        self.weights.bytes_per_token()
+    }
+
+    /// Drops every cached token from `pos` on, so that the next token gets position `pos`.
+    pub fn seek(&mut self, pos: usize) -> Result<()> {
+        if pos > self.len {
+            return Err(WispError::InvalidInput(format!(
+                "cannot seek to position {pos}: only {} tokens are cached",
+                self.len
+            )));
+        }
+        self.len = pos;
+        Ok(())
+    }
+
+    /// Appends `tokens` to the cache and returns the logits after each of them. Refused inputs leave the
+    /// cache as it was.
+    pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        if self.len + tokens.len() > self.capacity {
+            return Err(WispError::ContextOverflow(format!(
+                "{} cached + {} new tokens exceed the context of {} tokens",
+                self.len,
+                tokens.len(),
+                self.capacity
+            )));
+        }
+        let vocab = self.config.vocab_size;
+        if let Some(bad) = tokens.iter().find(|&&id| id as usize >= vocab) {
+            return Err(WispError::InvalidInput(format!(
+                "token id {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        let mut logits = Vec::with_capacity(tokens.len());
+        for chunk in tokens.chunks(CHUNK) {
+            self.run_chunk(chunk, &mut logits)?;
+        }
+        Ok(logits)
+    }
+
+    fn run_chunk(&mut self, chunk: &[u32], logits: &mut Vec<Vec<f32>>) -> Result<()> {
+        let cfg = &self.config;
+        let (n, start, eps) = (chunk.len(), self.len, cfg.rms_norm_eps);
+        let (d, ff, vocab) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
+        let heads = Heads {
+            q: cfg.num_heads,
+            kv: cfg.num_kv_heads,
+            dim: cfg.head_dim,
+        };
+        let (qw, kw) = (heads.q * heads.dim, heads.kv * heads.dim);
+        let w = &self.weights;
+
+        let mut x = vec![0.0; n * d];
+        for (row, &id) in x.chunks_exact_mut(d).zip(chunk) {
+            w.embed.row(id as usize, row)?;
+        }
+        let (mut a, mut o) = (vec![0.0; n * d], vec![0.0; n * d]);
+        let (mut q, mut att) = (vec![0.0; n * qw], vec![0.0; n * qw]);
+        let (mut k, mut v) = (vec![0.0; n * kw], vec![0.0; n * kw]);
+        let (mut gate, mut up) = (vec![0.0; n * ff], vec![0.0; n * ff]);
+        for ((layer, keys), values) in w.layers.iter().zip(&mut self.keys).zip(&mut self.values) {
+            layer::rms_norm(&x, &layer.attn_norm, eps, &mut a);
+            linear(&layer.q, &a, &mut q)?;
+            linear(&layer.k, &a, &mut k)?;
+            linear(&layer.v, &a, &mut v)?;
+            if let Some((q_norm, k_norm)) = &layer.qk_norm {
+                layer::head_norm(&mut q, q_norm, eps);
+                layer::head_norm(&mut k, k_norm, eps);
+            }
+            for (t, (qt, kt)) in q
+                .chunks_exact_mut(qw)
+                .zip(k.chunks_exact_mut(kw))
+                .enumerate()
+            {
+                self.rope.apply(qt, start + t);
+                self.rope.apply(kt, start + t);
+            }
+            keys.truncate(start * kw);
+            keys.extend_from_slice(&k);
+            values.truncate(start * kw);
+            values.extend_from_slice(&v);
+            layer::attention(&q, keys, values, start, heads, &mut att);
+            layer.o.matmul(&att, &mut o)?;
+            layer::add(&mut x, &o);
+
+            layer::rms_norm(&x, &layer.ffn_norm, eps, &mut a);
+            layer.gate.matmul(&a, &mut gate)?;
+            layer.up.matmul(&a, &mut up)?;
+            layer::swiglu(&mut gate, &up);
+            layer.down.matmul(&gate, &mut o)?;
+            layer::add(&mut x, &o);
+        }
+        layer::rms_norm(&x, &w.norm, eps, &mut a);
+        let head = w.head.as_ref().unwrap_or(&w.embed);
+        let mut out = vec![0.0; n * vocab];
+        head.matmul(&a, &mut out)?;
+        logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
+        self.len += n;
+        Ok(())
+    }
+}
+
+fn linear(l: &Linear, x: &[f32], out: &mut [f32]) -> Result<()> {
+    l.w.matmul(x, out)?;
+    if let Some(b) = &l.bias {
+        layer::add_rows(out, b);
+    }
+    Ok(())
+}

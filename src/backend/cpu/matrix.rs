@@ -1,0 +1,134 @@
+//! A weight matrix `[rows, cols]` (Hugging Face's `[out, in]`), kept in its file encoding when a kernel
+//! can read that directly, and its products with activation rows.
+
+use super::dot::QK;
+use super::kernels;
+use crate::error::{Result, WispError};
+use crate::weights::gguf::TensorInfo;
+use crate::weights::quant::{self, GgmlType};
+
+/// Row data: f32 values, or whole ggml blocks of one of the types the kernels read.
+enum Data {
+    F32(Vec<f32>),
+    Blocks {
+        ty: GgmlType,
+        bytes: Vec<u8>,
+        row_bytes: usize,
+        dot: fn(&[u8], &[f32]) -> f32,
+    },
+}
+
+pub(crate) struct Matrix {
+    rows: usize,
+    cols: usize,
+    data: Data,
+}
+
+impl Matrix {
+    /// f32 values, row-major.
+    pub fn dense(rows: usize, cols: usize, values: Vec<f32>) -> Self {
+        Matrix {
+            rows,
+            cols,
+            data: Data::F32(values),
+        }
+    }
+
+    /// A GGUF tensor whose shape the caller has checked is `[rows, cols]`: its blocks as they are when a
+    /// kernel reads the type, otherwise dequantized to f32 once here.
+    pub fn from_gguf(t: &TensorInfo, rows: usize, cols: usize) -> Result<Self> {
+        let ty = t.ggml_type();
+        let dot: fn(&[u8], &[f32]) -> f32 = match ty {
+            GgmlType::Q8_0 => kernels::q8_0,
+            GgmlType::Q4_0 => kernels::q4_0,
+            GgmlType::Q4_1 => kernels::q4_1,
+            GgmlType::Q4_K => kernels::q4_k,
+            _ => return Ok(Self::dense(rows, cols, t.to_f32()?)),
+        };
+        let (block_len, block_bytes) = ty.block_layout();
+        // GGUF rows are whole blocks (ggml requires it); the kernels walk activations QK at a time.
+        if !cols.is_multiple_of(block_len)
+            || !cols.is_multiple_of(QK)
+            || t.data().len() != rows * cols / block_len * block_bytes
+        {
+            return Err(WispError::InvalidWeights(format!(
+                "tensor '{}' ({ty:?}, [{rows}, {cols}]) does not hold whole blocks per row",
+                t.name()
+            )));
+        }
+        Ok(Matrix {
+            rows,
+            cols,
+            data: Data::Blocks {
+                ty,
+                bytes: t.data().to_vec(),
+                row_bytes: cols / block_len * block_bytes,
+                dot,
+            },
+        })
+    }
+
+    /// Bytes a product reads from the weights: what bounds a token's time.
+    pub fn weight_bytes(&self) -> usize {
+        match &self.data {
+            Data::F32(v) => v.len() * 4,
+            Data::Blocks { bytes, .. } => bytes.len(),
+        }
+    }
+
+    /// Row `r` as f32 (an embedding lookup). `r` must be below `rows`.
+    pub fn row(&self, r: usize, out: &mut [f32]) -> Result<()> {
+        match &self.data {
+            Data::F32(v) => out.copy_from_slice(&v[r * self.cols..(r + 1) * self.cols]),
+            Data::Blocks {
+                ty,
+                bytes,
+                row_bytes,
+                ..
+            } => {
+                let values = quant::dequantize(
+                    "embedding row",
+                    *ty,
+                    &bytes[r * row_bytes..(r + 1) * row_bytes],
+                )?;
+                out.copy_from_slice(&values);
+            }
+        }
+        Ok(())
+    }
+
+    /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
+    /// row is read once and used for every token, so a prefill chunk costs one pass over the weights; with
+    /// several tokens a quantized row is also decoded once, then multiplied as f32.
+    pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
+        let (rows, cols) = (self.rows, self.cols);
+        let tokens = x.len() / cols;
+        match &self.data {
+            Data::F32(w) => {
+                for (r, wr) in w.chunks_exact(cols).enumerate() {
+                    for (t, xt) in x.chunks_exact(cols).enumerate() {
+                        out[t * rows + r] = kernels::dense(wr, xt);
+                    }
+                }
+            }
+            Data::Blocks {
+                ty,
+                bytes,
+                row_bytes,
+                dot,
+            } => {
+                for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
+                    if tokens == 1 {
+                        out[r] = dot(wr, x);
+                        continue;
+                    }
+                    let wf = quant::dequantize("weight row", *ty, wr)?;
+                    for (t, xt) in x.chunks_exact(cols).enumerate() {
+                        out[t * rows + r] = kernels::dense(&wf, xt);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

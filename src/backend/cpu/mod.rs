@@ -1,0 +1,22 @@
+//! The decoder on the CPU, in plain Rust: quantized weights stay quantized (decoded block by block inside
+//! the dot products, activations stay f32), and the hot dot products have wasm SIMD versions (simd128)
+//! next to portable ones that LLVM vectorizes natively.
+
+mod decoder;
+mod dot;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod dot_wasm;
+mod layer;
+mod matrix;
+mod weights;
+
+pub use decoder::CpuDecoder;
+
+/// The dot products the matrices call: simd128 on wasm when enabled, portable otherwise.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+use dot as kernels;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use dot_wasm as kernels;
+
+#[cfg(test)]
+mod kernel_tests;
