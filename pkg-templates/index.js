@@ -178,7 +178,7 @@ export class Model {
    * loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
    */
   static async load(source, options = {}) {
-    const { onProgress, signal, cache = true, chunkLen, contextLen } = options;
+    const { onProgress, signal, cache = true, chunkLen, contextLen, backend } = options;
     await init();
     const spec = await resolveSource(source, { onProgress, signal, cache });
     if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
@@ -188,6 +188,7 @@ export class Model {
         config: spec.config,
         chatTemplate: spec.chatTemplate,
         chunkLen,
+        backend,
         contextLen: contextLen ?? spec.contextLen,
         stop: spec.stop ?? [],
       }),
@@ -217,6 +218,11 @@ export class Model {
 
   get config() {
     return this.#core().config;
+  }
+
+  /** `{ kind: "webgpu" | "cpu", reason }`: where the model runs, and why. */
+  get backend() {
+    return this.#core().backend;
   }
 
   /** Tokens in the cache: the position of the next token. */

@@ -23,6 +23,8 @@ struct LoadOptions {
     chat_template: Option<String>,
     chunk_len: Option<usize>,
     context_len: Option<usize>,
+    /// "auto" (default), "webgpu" or "cpu".
+    backend: Option<String>,
     /// Strings that end the model's turn (a bundle's `stop`).
     #[serde(default)]
     stop: Vec<String>,
@@ -39,6 +41,8 @@ pub(super) struct Inner {
     pub(super) stop: Vec<String>,
     /// Bumped by every call that changes the cache; a generation only steps while it is unchanged.
     pub(super) epoch: Cell<u64>,
+    /// Why this backend was chosen.
+    pub(super) backend_reason: String,
 }
 
 impl Inner {
@@ -120,7 +124,36 @@ impl Model {
                 None => stop.push(s),
             }
         }
-        let decoder = Decoder::new(&config, &mut source, shape).await?;
+        let (decoder, reason) = match options.backend.as_deref().unwrap_or("auto") {
+            "webgpu" => (
+                Decoder::new(&config, &mut source, shape).await?,
+                "asked for".to_string(),
+            ),
+            "cpu" => (
+                Decoder::cpu(&config, &source, context_len)?,
+                "asked for".to_string(),
+            ),
+            "auto" => match crate::backend::adapter_info().await {
+                Ok(adapter) if !adapter.is_fallback_adapter => (
+                    Decoder::new(&config, &mut source, shape).await?,
+                    format!("auto: a hardware WebGPU adapter ({})", adapter.description),
+                ),
+                Ok(_) => (
+                    Decoder::cpu(&config, &source, context_len)?,
+                    "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels"
+                        .to_string(),
+                ),
+                Err(e) => (
+                    Decoder::cpu(&config, &source, context_len)?,
+                    format!("auto: {e}"),
+                ),
+            },
+            other => {
+                return Err(WispError::InvalidRequest(format!(
+                    "backend is '{other}'; use \"auto\", \"webgpu\" or \"cpu\""
+                )))
+            }
+        };
         Ok(Model {
             inner: Rc::new(Inner {
                 decoder: RefCell::new(decoder),
@@ -130,8 +163,18 @@ impl Model {
                 eos_token_ids,
                 stop,
                 epoch: Cell::new(0),
+                backend_reason: reason,
             }),
         })
+    }
+
+    /// `{ kind: "webgpu" | "cpu", reason }`.
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> std::result::Result<JsValue, JsValue> {
+        let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
+        to_js_value(
+            &serde_json::json!({ "kind": decoder.kind(), "reason": self.inner.backend_reason }),
+        )
     }
 
     #[wasm_bindgen(getter)]

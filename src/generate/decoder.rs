@@ -13,7 +13,7 @@ use crate::model::{ModelConfig, RopeStyle};
 /// Added to the attention score of a position a token must not see; exp() of it is 0.
 const MASKED: f32 = -1.0e9;
 
-pub struct Decoder {
+pub struct GpuDecoder {
     session: GraphSession,
     config: ModelConfig,
     shape: DecoderShape,
@@ -34,7 +34,7 @@ pub struct Decoder {
     mask: Vec<f32>,
 }
 
-impl Decoder {
+impl GpuDecoder {
     /// Builds the graph for `shape` from the weights and compiles it on the GPU.
     pub async fn new(
         config: &ModelConfig,
@@ -57,7 +57,7 @@ impl Decoder {
             })
             .collect();
         let layers = config.num_layers;
-        Ok(Decoder {
+        Ok(GpuDecoder {
             session,
             config: config.clone(),
             shape,

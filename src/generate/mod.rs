@@ -2,13 +2,15 @@
 //! choosing each next token, deciding when to stop, and turning tokens into text as they come.
 
 mod decoder;
+mod engine;
 mod generation;
 mod processor;
 mod sampler;
 mod stop;
 mod stream;
 
-pub use decoder::Decoder;
+pub use decoder::{check_limits, GpuDecoder};
+pub use engine::{BackendKind, Decoder};
 pub use generation::{GenerateOptions, Generation, Step, Usage};
 pub use processor::LogitsProcessor;
 pub use sampler::{Sampler, SamplingParams};

@@ -21,7 +21,7 @@ describe("generation in Chromium", () => {
     const c = ref.cases[0];
     const r = await browser.page.evaluate(async ({ prompt }) => {
       const { Model } = await import("/pkg/index.js");
-      const model = await Model.load({ bundle: "/tests/fixtures/decoders/llama-bytes.manifest.json" }, { chunkLen: 4, cache: false });
+      const model = await Model.load({ bundle: "/tests/fixtures/decoders/llama-bytes.manifest.json" }, { chunkLen: 4, cache: false, backend: "webgpu" });
       const out = {};
       out.greedy = await model.generate(prompt, { maxTokens: 10 });
       out.decoded = model.decode(out.greedy.tokens);

@@ -17,6 +17,7 @@ async function runModel(page, source, runs, options = {}) {
       const { Model } = await import("/pkg/index.js");
       const events = [];
       const model = await Model.load(source, { ...options, onProgress: (e) => events.push(e.phase) });
+      const backend = model.backend;
       const vocab = model.config.vocabSize;
       const out = [];
       for (const run of runs) {
@@ -28,7 +29,7 @@ async function runModel(page, source, runs, options = {}) {
       }
       const length = model.length;
       model.close();
-      return { out, events, length };
+      return { out, events, length, backend };
     },
     { source, runs, options },
   );
@@ -53,8 +54,8 @@ describe("decoder models in Chromium", () => {
     await browser?.close();
   });
 
-  for (const family of ["llama", "qwen2", "qwen3"]) {
-    test(`${family}: chunked prefill and one-token steps match onnxruntime`, async () => {
+  for (const [family, backend] of ["llama", "qwen2", "qwen3"].flatMap((f) => [[f, "webgpu"], [f, "cpu"]])) {
+    test(`${family} on ${backend}: chunked prefill and one-token steps match onnxruntime`, async () => {
       const ref = await reference(family);
       const [a, b] = ref.cases;
       const source =
@@ -62,19 +63,31 @@ describe("decoder models in Chromium", () => {
           ? { bundle: `${FIX}/llama.manifest.json` }
           : { weights: `${FIX}/${family}.safetensors`, config: await readFile(new URL(`../fixtures/decoders/${family}.config.json`, import.meta.url), "utf8") };
       const steps = b.tokens.slice(4).map((t) => ({ tokens: [t] }));
-      const { out, events, length } = await runModel(
+      const { out, events, length, backend: used } = await runModel(
         browser.page,
         source,
         [{ tokens: a.tokens }, { seek: 0, tokens: b.tokens.slice(0, 4) }, ...steps],
-        { contextLen: 32, chunkLen: 4 },
+        { contextLen: 32, chunkLen: 4, backend },
       );
       assertClose(out[0], a, 0, "prefill");
       assertClose(out[1], b, 0, "second sequence");
       out.slice(2).forEach((rows, i) => assertClose(rows, b, 4 + i, "decode"));
       assert.equal(length, b.tokens.length);
+      assert.equal(used.kind, backend);
       assert.deepEqual([...new Set(events)], ["download", "build", "ready"]);
     });
   }
+
+  test("auto picks the CPU on a software WebGPU adapter, and says why", async () => {
+    const backend = await browser.page.evaluate(async () => {
+      const { Model } = await import("/pkg/index.js");
+      const model = await Model.load({ bundle: "/tests/fixtures/decoders/llama.manifest.json" }, { cache: false });
+      const b = model.backend;
+      model.close();
+      return b;
+    });
+    assert.deepEqual(backend, { kind: "cpu", reason: "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels" });
+  });
 
   test("a second load works with the network blocked, from the Cache API", async () => {
     const { page } = browser;
@@ -112,7 +125,7 @@ describe("decoder models in Chromium", () => {
     const results = await page.evaluate(async (fix) => {
       const { Model } = await import("/pkg/index.js");
       const attempt = (p) => p.then(() => "resolved", (e) => ({ code: e.code, message: e.message }));
-      const opts = { cache: false, contextLen: 8, chunkLen: 4 };
+      const opts = { cache: false, contextLen: 8, chunkLen: 4, backend: "webgpu" };
       const r = {
         wrongHash: await attempt(Model.load({ bundle: `${fix}/wrong-hash.json` }, opts)),
         extraField: await attempt(Model.load({ bundle: `${fix}/extra-field.json` }, opts)),
@@ -121,6 +134,7 @@ describe("decoder models in Chromium", () => {
         truncated: await attempt(Model.load({ weights: `${fix}/bad/truncated.safetensors`, config: { model_type: "llama" } }, opts)),
         noConfig: await attempt(Model.load({ weights: `${fix}/llama.safetensors` }, opts)),
         badOption: await attempt(Model.load({ bundle: `${fix}/llama.manifest.json` }, { ...opts, chunkLen: 3 })),
+        badBackend: await attempt(Model.load({ bundle: `${fix}/llama.manifest.json` }, { ...opts, backend: "tpu" })),
       };
       const model = await Model.load({ bundle: `${fix}/llama.manifest.json` }, opts);
       const first = model.forward([1, 2, 3, 4, 5, 6]);
@@ -152,6 +166,7 @@ describe("decoder models in Chromium", () => {
     assert.match(results.noConfig.message, /config\.json/);
     assert.equal(results.badOption.code, "INVALID_MODEL");
     assert.match(results.badOption.message, /chunk_len is 3/);
+    assert.equal(results.badBackend.code, "INVALID_REQUEST");
     assert.equal(results.busy.code, "BUSY");
     assert.equal(results.overflow.code, "CONTEXT_OVERFLOW");
     assert.equal(results.badToken.code, "INVALID_INPUT");

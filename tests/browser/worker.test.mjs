@@ -37,7 +37,7 @@ describe("worker mode in Chromium", () => {
       const tokenizer = new Uint8Array(await (await fetch("/tests/fixtures/decoders/bytes.tokenizer.json")).arrayBuffer());
       const config = await (await fetch("/tests/fixtures/decoders/llama.config.json")).text();
       const events = [];
-      const model = await WorkerModel.load({ weights: bytes, tokenizer, config }, { chunkLen: 4, contextLen: 32, onProgress: (e) => events.push(e.phase) });
+      const model = await WorkerModel.load({ weights: bytes, tokenizer, config }, { chunkLen: 4, contextLen: 32, backend: "webgpu", onProgress: (e) => events.push(e.phase) });
       const out = { transferred: bytes.byteLength === 0, events: [...new Set(events)] };
       out.greedy = await model.generate(prompt, { maxTokens: 10 });
       const deltas = [];

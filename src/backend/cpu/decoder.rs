@@ -15,8 +15,8 @@ pub struct CpuDecoder {
     weights: CpuWeights,
     rope: Rope,
     capacity: usize,
-    /// Tokens whose keys and values are in the cache.
-    len: usize,
+    /// The tokens whose keys and values are in the cache, in order.
+    history: Vec<u32>,
     /// Per layer, the keys and values of cached positions, `[position][kv_heads * head_dim]` (the wonnx
     /// runtime's layout). Rows past `len` are stale and overwritten by the next chunk.
     keys: Vec<Vec<f32>>,
@@ -39,7 +39,7 @@ impl CpuDecoder {
             weights,
             rope: Rope::new(config.rope_style, config.head_dim, config.rope_theta),
             capacity: context_len,
-            len: 0,
+            history: Vec::with_capacity(context_len),
             keys: vec![Vec::new(); config.num_layers],
             values: vec![Vec::new(); config.num_layers],
         })
@@ -47,11 +47,30 @@ impl CpuDecoder {
 
     /// Tokens in the cache: the position the next token gets.
     pub fn len(&self) -> usize {
-        self.len
+        self.history.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.history.is_empty()
+    }
+
+    /// The cached tokens.
+    pub fn tokens(&self) -> &[u32] {
+        &self.history
+    }
+
+    /// Prefix reuse, as `generate::Decoder::reuse_prefix`: keeps the longest cached prefix of `ids` but
+    /// at least one token short of it, and returns how many tokens it kept.
+    pub fn reuse_prefix(&mut self, ids: &[u32]) -> usize {
+        let common = self
+            .history
+            .iter()
+            .zip(ids)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let kept = common.min(ids.len().saturating_sub(1));
+        self.history.truncate(kept);
+        kept
     }
 
     pub fn capacity(&self) -> usize {
@@ -66,23 +85,23 @@ impl CpuDecoder {
 
     /// Drops every cached token from `pos` on, so that the next token gets position `pos`.
     pub fn seek(&mut self, pos: usize) -> Result<()> {
-        if pos > self.len {
+        if pos > self.history.len() {
             return Err(WispError::InvalidInput(format!(
                 "cannot seek to position {pos}: only {} tokens are cached",
-                self.len
+                self.history.len()
             )));
         }
-        self.len = pos;
+        self.history.truncate(pos);
         Ok(())
     }
 
     /// Appends `tokens` to the cache and returns the logits after each of them. Refused inputs leave the
     /// cache as it was.
     pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        if self.len + tokens.len() > self.capacity {
+        if self.history.len() + tokens.len() > self.capacity {
             return Err(WispError::ContextOverflow(format!(
                 "{} cached + {} new tokens exceed the context of {} tokens",
-                self.len,
+                self.history.len(),
                 tokens.len(),
                 self.capacity
             )));
@@ -102,7 +121,7 @@ impl CpuDecoder {
 
     fn run_chunk(&mut self, chunk: &[u32], logits: &mut Vec<Vec<f32>>) -> Result<()> {
         let cfg = &self.config;
-        let (n, start, eps) = (chunk.len(), self.len, cfg.rms_norm_eps);
+        let (n, start, eps) = (chunk.len(), self.history.len(), cfg.rms_norm_eps);
         let (d, ff, vocab) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
         let heads = Heads {
             q: cfg.num_heads,
@@ -157,7 +176,7 @@ impl CpuDecoder {
         let mut out = vec![0.0; n * vocab];
         head.matmul(&a, &mut out)?;
         logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
-        self.len += n;
+        self.history.extend_from_slice(chunk);
         Ok(())
     }
 }

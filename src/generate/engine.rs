@@ -1,0 +1,85 @@
+//! The decoder a generation runs on: the wonnx graph on WebGPU, or the CPU kernels. Both keep the same
+//! token history and key/value cache semantics, so generation, sampling and the agent do not care which.
+
+use serde::Serialize;
+
+use super::decoder::GpuDecoder;
+use crate::backend::cpu::CpuDecoder;
+use crate::error::Result;
+use crate::graph::{DecoderShape, WeightProvider};
+use crate::model::{ModelConfig, ModelWeights};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Webgpu,
+    Cpu,
+}
+
+pub enum Decoder {
+    Gpu(GpuDecoder),
+    Cpu(CpuDecoder),
+}
+
+macro_rules! each {
+    ($self:expr, $d:ident => $e:expr) => {
+        match $self {
+            Decoder::Gpu($d) => $e,
+            Decoder::Cpu($d) => $e,
+        }
+    };
+}
+
+impl Decoder {
+    /// The wonnx graph on the GPU.
+    pub async fn new(
+        config: &ModelConfig,
+        weights: &mut dyn WeightProvider,
+        shape: DecoderShape,
+    ) -> Result<Self> {
+        Ok(Decoder::Gpu(GpuDecoder::new(config, weights, shape).await?))
+    }
+
+    /// The CPU kernels (quantized weights stay quantized).
+    pub fn cpu(config: &ModelConfig, weights: &ModelWeights, context_len: usize) -> Result<Self> {
+        Ok(Decoder::Cpu(CpuDecoder::new(config, weights, context_len)?))
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Decoder::Gpu(_) => BackendKind::Webgpu,
+            Decoder::Cpu(_) => BackendKind::Cpu,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        each!(self, d => d.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        each!(self, d => d.is_empty())
+    }
+
+    pub fn capacity(&self) -> usize {
+        each!(self, d => d.capacity())
+    }
+
+    pub fn tokens(&self) -> &[u32] {
+        each!(self, d => d.tokens())
+    }
+
+    pub fn reuse_prefix(&mut self, ids: &[u32]) -> usize {
+        each!(self, d => d.reuse_prefix(ids))
+    }
+
+    pub fn seek(&mut self, pos: usize) -> Result<()> {
+        each!(self, d => d.seek(pos))
+    }
+
+    pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        match self {
+            Decoder::Gpu(d) => d.forward(tokens).await,
+            Decoder::Cpu(d) => d.forward(tokens),
+        }
+    }
+}
