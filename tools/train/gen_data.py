@@ -855,16 +855,19 @@ class Builder:
         self.rng, self.ctx, self.demo, self.catalogue, self.proc_fn = rng, ctx, demo, catalogue, proc_fn
         self.eval_mode = eval_mode
 
+    NTOOLS = [1, 2, 2, 3, 3, 4, 4, 5, 6]
+    MIX = (0.5, 0.75)
+    EPISODES = [1, 1, 2, 2, 3]
+
     def toolset(self, must=None, exclude=()):
         rng = self.rng
-        n = rng.choice([1, 2, 2, 3, 3, 4, 4, 5, 6])
+        n = rng.choice(self.NTOOLS)
         pool = []
-        r = rng.random()
         for _ in range(n):
             x = rng.random()
-            if x < 0.5:
+            if x < self.MIX[0]:
                 pool.append(rng.choice(self.demo))
-            elif x < 0.75:
+            elif x < self.MIX[1]:
                 pool.append(rng.choice(self.catalogue))
             else:
                 pool.append(self.proc_fn())
@@ -966,7 +969,7 @@ class Builder:
         else:
             tools, rendered, params = self.toolset()
             msgs = [{"role": "system", "content": system}]
-            n_ep = rng.choice([1, 1, 2, 2, 3])
+            n_ep = rng.choice(self.EPISODES)
             for _ in range(n_ep):
                 self.episode(tools, params, msgs)
         if rng.random() < 0.03:
@@ -1150,6 +1153,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", type=int, default=60000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--focus", action="store_true",
+                    help="phase-2 mix: shorter prompts (1-5 tools), 65%% demo tools, 1-2 episodes")
+    ap.add_argument("--name", default="train", help="output name: out/NAME.jsonl")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
 
@@ -1174,8 +1180,10 @@ def main():
         return t
 
     b = Builder(rng, ctx, demo, cat, proc)
+    if args.focus:
+        b.NTOOLS, b.MIX, b.EPISODES = [1, 2, 2, 3, 3, 4, 5], (0.65, 0.85), [1, 1, 1, 2]
     n_chars = 0
-    with open(OUT / "train.jsonl", "w") as f:
+    with open(OUT / f"{args.name}.jsonl", "w") as f:
         for i in range(args.train):
             msgs, rendered = b.conversation()
             text = render(msgs, rendered)

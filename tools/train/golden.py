@@ -80,7 +80,7 @@ def main():
                 break
             until.append(t)
         out["cases"].append({
-            "name": name, "messages": msgs, "prompt": text, "token_ids": ids,
+            "name": name, "messages": msgs, "tools": tools, "prompt": text, "token_ids": ids,
             "last_logits": [round(float(x), 6) for x in last_logits],
             "greedy_ids": gen, "greedy_text": tok.decode(gen, skip_special_tokens=False),
             "greedy_text_until_stop": tok.decode(until, skip_special_tokens=False),

@@ -60,8 +60,8 @@ def assistant_mask(ids, tok):
     return m
 
 
-def load_data(tok, max_len):
-    texts = [json.loads(l)["text"] for l in open(OUT / "train.jsonl")]
+def load_data(tok, max_len, name="train"):
+    texts = [json.loads(l)["text"] for l in open(OUT / f"{name}.jsonl")]
     encs = tok.encode_batch(texts)
     data = []
     for e in encs:
@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=150)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default="train", help="out/DATA.jsonl")
+    ap.add_argument("--resume", default=None, help="continue from a state_dict checkpoint (fresh optimizer and schedule)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -149,7 +151,7 @@ def main():
     tok = Tokenizer.from_file(str(OUT / "tokenizer.json"))
     assert tok.get_vocab_size() == CONFIG["vocab_size"]
     t0 = time.time()
-    data = load_data(tok, CONFIG["max_position_embeddings"])
+    data = load_data(tok, CONFIG["max_position_embeddings"], args.data)
     val, data = data[:300], data[300:]
     n_tok = sum(len(d[0]) for d in data)
     n_asst = sum(int(d[1].sum()) for d in data)
@@ -158,6 +160,9 @@ def main():
     vb = batches(val, args.budget, random.Random(1))
 
     model = LlamaForCausalLM(CONFIG)
+    if args.resume:
+        model.load_state_dict(torch.load(args.resume))
+        print(f"resumed from {args.resume}", flush=True)
     n_par = sum(p.numel() for p in model.parameters())
     print(f"model: {n_par} parameters; config {json.dumps(CONFIG)}", flush=True)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
