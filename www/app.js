@@ -11,6 +11,8 @@ const SOURCES = {
 
 let agent = null;
 let controller = null;
+// What the page found about WebGPU, kept in view next to "Ready".
+let gpuNote = "";
 
 function status(text, error = false) {
   $("status").textContent = text;
@@ -52,7 +54,7 @@ async function load(source) {
       },
     });
     for (const [spec, fn] of demoTools) agent.tool(spec, fn);
-    status("Ready. Ask about the weather, the time, a calculation, a unit conversion, or your notes.");
+    status(`${gpuNote} Ready. Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
   } catch (e) {
     agent = null;
     status(`Could not load the model (${e.code ?? e.name}): ${e.message}`, true);
@@ -100,12 +102,11 @@ async function ask(question) {
 async function main() {
   try {
     const info = await adapterInfo();
-    status(`WebGPU: ${[info.vendor, info.architecture, info.description].filter(Boolean).join(" / ")}${info.isFallbackAdapter ? " (software, slow)" : ""}. Loading the bundled model…`);
+    gpuNote = `WebGPU: ${[info.vendor, info.architecture, info.description].filter(Boolean).join(" / ")}${info.isFallbackAdapter ? " (software: Wisp uses its CPU backend)." : "."}`;
   } catch (e) {
-    status(`WebGPU is not available here, so Wisp cannot run: ${e.message}`, true);
-    $("load").disabled = true;
-    return;
+    gpuNote = `WebGPU is not available here (${e.message}); Wisp runs on the CPU.`;
   }
+  status(`${gpuNote} Loading the bundled model…`);
   fetch(SOURCES.smollm2, { method: "HEAD" }).then((r) => {
     if (r.ok) $("model-choice").querySelector('[value="smollm2"]').disabled = false;
   }).catch(() => {});

@@ -1,0 +1,41 @@
+// End-to-end: the demo page in www/ as a visitor sees it, with the bundled model.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { openBrowser } from "./harness.mjs";
+
+describe("demo page (www/)", () => {
+  let browser;
+  before(async () => {
+    browser = await openBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test("a question shows the tool call, its outcome and the speed, as text", async (t) => {
+    const { page, url, consoleMessages } = browser;
+    await page.goto(`${url}/www/`);
+    await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
+    assert.match(await page.locator("#status").textContent(), /^WebGPU: .* Ready\./);
+    await page.fill("#question", "What's the weather in Paris?");
+    await page.click("#send");
+    await page.locator("#chat li.tool").first().waitFor({ timeout: 120_000 });
+    await page.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });
+    const trace = await page.locator("#chat li.tool").first().textContent();
+    t.diagnostic(`${trace} | ${await page.locator("#speed").textContent()}`);
+    assert.match(trace, /^→ get_weather\(\{"city":".*"\}\)\n[←✗] /);
+    assert.match(await page.locator("#speed").textContent(), /tokens\/s/);
+    assert.equal(await page.locator("#chat li.user").textContent(), "What's the weather in Paris?");
+    await page.screenshot({ path: new URL("../../www/screenshots/demo.png", import.meta.url).pathname, fullPage: true });
+    assert.deepEqual(consoleMessages.filter((m) => m.startsWith("pageerror") || m.includes("Content-Security-Policy")), []);
+  });
+
+  test("without WebGPU it says so and runs on the CPU", async () => {
+    const page = await browser.context.newPage();
+    await page.addInitScript(() => delete Navigator.prototype.gpu);
+    await page.goto(`${browser.url}/www/`);
+    await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
+    assert.match(await page.locator("#status").textContent(), /^WebGPU is not available here \(.*navigator\.gpu is missing.*\); Wisp runs on the CPU\. Ready\./);
+    await page.close();
+  });
+});
