@@ -27,7 +27,9 @@ struct Golden {
 }
 
 fn argmax(v: &[f32]) -> u32 {
-    v.iter().enumerate().fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
+    v.iter()
+        .enumerate()
+        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
 }
 
 #[test]
@@ -44,29 +46,50 @@ fn check(gpu: bool) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("models/wisp-mini");
     let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let golden: Golden =
-        serde_json::from_slice(&std::fs::read(root.join("tests/fixtures/bundled/golden.json")).unwrap()).unwrap();
+    let golden: Golden = serde_json::from_slice(
+        &std::fs::read(root.join("tests/fixtures/bundled/golden.json")).unwrap(),
+    )
+    .unwrap();
     let weights = read("model.safetensors");
     let config = String::from_utf8(read("config.json")).unwrap();
     let (config, mut source) = ModelWeights::load(&weights, Some(&config)).unwrap();
     let tokenizer = Tokenizer::from_json(&read("tokenizer.json")).unwrap();
-    let template = ChatTemplate::new(&String::from_utf8(read("chat_template.jinja")).unwrap()).unwrap();
-    let shape = DecoderShape { chunk_len: 8, cache_len: 640 };
+    let template =
+        ChatTemplate::new(&String::from_utf8(read("chat_template.jinja")).unwrap()).unwrap();
+    let shape = DecoderShape {
+        chunk_len: 8,
+        cache_len: 640,
+    };
     let mut decoder = if gpu {
         pollster::block_on(Decoder::new(&config, &mut source, shape)).unwrap()
     } else {
         Decoder::cpu(&config, &source, shape.cache_len).unwrap()
     };
-    let cases = if gpu { &golden.cases[..1] } else { &golden.cases[..] };
+    let cases = if gpu {
+        &golden.cases[..1]
+    } else {
+        &golden.cases[..]
+    };
 
     for case in cases {
-        let prompt = template.render(&case.messages, case.tools.as_ref(), true).unwrap();
+        let prompt = template
+            .render(&case.messages, case.tools.as_ref(), true)
+            .unwrap();
         assert_eq!(prompt, case.prompt, "{}: rendered prompt", case.name);
-        assert_eq!(tokenizer.encode(&prompt).unwrap(), case.token_ids, "{}: token ids", case.name);
+        assert_eq!(
+            tokenizer.encode(&prompt).unwrap(),
+            case.token_ids,
+            "{}: token ids",
+            case.name
+        );
         decoder.seek(0).unwrap();
         let logits = pollster::block_on(decoder.forward(&case.token_ids)).unwrap();
         let last = logits.last().unwrap();
-        let diff = last.iter().zip(&case.last_logits).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let diff = last
+            .iter()
+            .zip(&case.last_logits)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
         assert!(diff <= 1e-4, "{}: max abs logit diff {diff}", case.name);
         let mut next = argmax(last);
         let mut greedy = vec![next];
@@ -74,6 +97,10 @@ fn check(gpu: bool) {
             next = argmax(&pollster::block_on(decoder.forward(&[next])).unwrap()[0]);
             greedy.push(next);
         }
-        assert_eq!(greedy, case.greedy_ids, "{}: greedy continuation", case.name);
+        assert_eq!(
+            greedy, case.greedy_ids,
+            "{}: greedy continuation",
+            case.name
+        );
     }
 }

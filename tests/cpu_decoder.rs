@@ -80,7 +80,7 @@ fn check_family(family: &str) {
     assert_close(&got, case, 0, "prefill");
 
     // Token by token after a rollback.
-    dec.seek(0).unwrap();
+    dec.history_mut().seek(0).unwrap();
     let case = &reference.cases[1];
     let got = dec.forward(&case.tokens[..5]).unwrap();
     assert_close(&got, case, 0, "prefix");
@@ -94,15 +94,15 @@ fn check_family(family: &str) {
         "{family}: decode {:.3} ms/token",
         started.elapsed().as_secs_f64() * 1e3 / steps as f64
     );
-    assert_eq!(dec.len(), case.tokens.len());
+    assert_eq!(dec.history().len(), case.tokens.len());
 
     // Rolling back drops a branch: the continuation is computed as if it never happened.
-    dec.seek(7).unwrap();
+    dec.history_mut().seek(7).unwrap();
     let got = dec.forward(&case.tokens[7..]).unwrap();
     assert_close(&got, case, 7, "after seek");
 
     // Chunked prefill: uneven chunks give the same logits as one call.
-    dec.seek(0).unwrap();
+    dec.history_mut().seek(0).unwrap();
     let case = &reference.cases[0];
     let mut from = 0;
     for len in [3, 1, 6, 2] {
@@ -130,15 +130,18 @@ fn qwen3_matches_onnxruntime() {
 #[test]
 fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
     let (mut dec, reference) = load("llama", 8);
-    assert_eq!(dec.capacity(), 8);
+    assert_eq!(dec.history().capacity(), 8);
     let case = &reference.cases[1];
     dec.forward(&case.tokens[..6]).unwrap();
     let err = dec.forward(&case.tokens[6..9]).unwrap_err();
     assert_eq!(err.code(), "CONTEXT_OVERFLOW", "{err}");
     let err = dec.forward(&[256]).unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT", "{err}");
-    assert_eq!(dec.len(), 6);
-    assert_eq!(dec.seek(7).unwrap_err().code(), "INVALID_INPUT");
+    assert_eq!(dec.history().len(), 6);
+    assert_eq!(
+        dec.history_mut().seek(7).unwrap_err().code(),
+        "INVALID_INPUT"
+    );
     let got = dec.forward(&case.tokens[6..8]).unwrap();
     assert_close(&got, case, 6, "after refusals");
 }
@@ -233,7 +236,7 @@ fn smollm2_gguf_matches_the_reference() {
         let ids = tokenizer.encode(&text).unwrap();
         assert_eq!(ids, case.ids, "token ids of {text:?}");
 
-        decoder.seek(0).unwrap();
+        decoder.history_mut().seek(0).unwrap();
         let started = Instant::now();
         let logits = decoder.forward(&ids).unwrap();
         let prefill = started.elapsed().as_secs_f64();

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use super::TokenHistory;
 use crate::backend::{adapter_info, AdapterInfo, Feed, GraphSession};
 use crate::error::{Result, WispError};
 use crate::graph::{build_decoder, DecoderShape, WeightProvider};
@@ -17,8 +18,7 @@ pub struct GpuDecoder {
     session: GraphSession,
     config: ModelConfig,
     shape: DecoderShape,
-    /// The tokens whose keys and values are in the cache, in order.
-    history: Vec<u32>,
+    history: TokenHistory,
     past_k: Vec<Vec<f32>>,
     past_v: Vec<Vec<f32>>,
     past_names: Vec<(String, String)>,
@@ -61,7 +61,7 @@ impl GpuDecoder {
             session,
             config: config.clone(),
             shape,
-            history: Vec::with_capacity(s),
+            history: TokenHistory::new(s),
             past_k: vec![vec![0.0; s * kv * dh]; layers],
             past_v: vec![vec![0.0; s * kv * dh]; layers],
             past_names: (0..layers)
@@ -80,67 +80,18 @@ impl GpuDecoder {
         })
     }
 
-    /// Tokens in the cache: the position the next token gets.
-    pub fn len(&self) -> usize {
-        self.history.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.history.is_empty()
-    }
-
-    /// The cached tokens.
-    pub fn tokens(&self) -> &[u32] {
+    /// The cached tokens: positions, prefix reuse, rollback.
+    pub fn history(&self) -> &TokenHistory {
         &self.history
     }
 
-    /// Prefix reuse: keeps the longest cached prefix of `ids`, but at least one token short of it since
-    /// the caller needs the logits after the last one, and returns how many tokens it kept. The caller
-    /// then runs `forward(&ids[kept..])`.
-    pub fn reuse_prefix(&mut self, ids: &[u32]) -> usize {
-        let common = self
-            .history
-            .iter()
-            .zip(ids)
-            .take_while(|(a, b)| a == b)
-            .count();
-        let kept = common.min(ids.len().saturating_sub(1));
-        self.history.truncate(kept);
-        kept
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.shape.cache_len
-    }
-
-    /// Drops every cached token from `pos` on, so that the next token gets position `pos`.
-    pub fn seek(&mut self, pos: usize) -> Result<()> {
-        if pos > self.history.len() {
-            return Err(WispError::InvalidInput(format!(
-                "cannot seek to position {pos}: only {} tokens are cached",
-                self.history.len()
-            )));
-        }
-        self.history.truncate(pos);
-        Ok(())
+    pub fn history_mut(&mut self) -> &mut TokenHistory {
+        &mut self.history
     }
 
     /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        if self.history.len() + tokens.len() > self.shape.cache_len {
-            return Err(WispError::ContextOverflow(format!(
-                "{} cached + {} new tokens exceed the context of {} tokens",
-                self.history.len(),
-                tokens.len(),
-                self.shape.cache_len
-            )));
-        }
-        let vocab = self.config.vocab_size;
-        if let Some(bad) = tokens.iter().find(|&&id| id as usize >= vocab) {
-            return Err(WispError::InvalidInput(format!(
-                "token id {bad} is outside the vocabulary of {vocab}"
-            )));
-        }
+        self.history.check(tokens, self.config.vocab_size)?;
         let mut logits = Vec::with_capacity(tokens.len());
         for chunk in tokens.chunks(self.shape.chunk_len) {
             self.run_chunk(chunk, &mut logits).await?;
@@ -221,7 +172,7 @@ impl GpuDecoder {
         for i in 0..n {
             logits.push(all.data.iter().skip(i).step_by(t).copied().collect());
         }
-        self.history.extend_from_slice(chunk);
+        self.history.extend(chunk);
         Ok(())
     }
 }

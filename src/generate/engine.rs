@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::decoder::GpuDecoder;
+use super::TokenHistory;
 use crate::backend::cpu::CpuDecoder;
 use crate::error::Result;
 use crate::graph::{DecoderShape, WeightProvider};
@@ -52,28 +53,40 @@ impl Decoder {
         }
     }
 
+    fn history(&self) -> &TokenHistory {
+        each!(self, d => d.history())
+    }
+
+    fn history_mut(&mut self) -> &mut TokenHistory {
+        each!(self, d => d.history_mut())
+    }
+
+    /// Tokens in the cache: the position the next token gets.
     pub fn len(&self) -> usize {
-        each!(self, d => d.len())
+        self.history().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        each!(self, d => d.is_empty())
+        self.history().is_empty()
     }
 
     pub fn capacity(&self) -> usize {
-        each!(self, d => d.capacity())
+        self.history().capacity()
     }
 
+    /// The cached tokens.
     pub fn tokens(&self) -> &[u32] {
-        each!(self, d => d.tokens())
+        self.history().tokens()
     }
 
+    /// Prefix reuse: see [`TokenHistory::reuse_prefix`].
     pub fn reuse_prefix(&mut self, ids: &[u32]) -> usize {
-        each!(self, d => d.reuse_prefix(ids))
+        self.history_mut().reuse_prefix(ids)
     }
 
+    /// Drops every cached token from `pos` on.
     pub fn seek(&mut self, pos: usize) -> Result<()> {
-        each!(self, d => d.seek(pos))
+        self.history_mut().seek(pos)
     }
 
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {

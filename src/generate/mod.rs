@@ -4,6 +4,7 @@
 mod decoder;
 mod engine;
 mod generation;
+mod history;
 mod processor;
 mod sampler;
 mod stop;
@@ -12,6 +13,7 @@ mod stream;
 pub use decoder::{check_limits, GpuDecoder};
 pub use engine::{BackendKind, Decoder};
 pub use generation::{GenerateOptions, Generation, Step, Usage};
+pub use history::TokenHistory;
 pub use processor::LogitsProcessor;
 pub use sampler::{Sampler, SamplingParams};
 pub use stop::{FinishReason, StopChecker, StopConditions, StopStep};

@@ -4,6 +4,7 @@
 use super::layer::{self, Heads, Rope};
 use super::weights::{self, CpuWeights, Linear};
 use crate::error::{Result, WispError};
+use crate::generate::TokenHistory;
 use crate::model::{ModelConfig, ModelWeights};
 
 /// Tokens per forward pass: each weight row is read once per chunk, and the activations of a chunk
@@ -14,9 +15,7 @@ pub struct CpuDecoder {
     config: ModelConfig,
     weights: CpuWeights,
     rope: Rope,
-    capacity: usize,
-    /// The tokens whose keys and values are in the cache, in order.
-    history: Vec<u32>,
+    history: TokenHistory,
     /// Per layer, the keys and values of cached positions, `[position][kv_heads * head_dim]` (the wonnx
     /// runtime's layout). Rows past `len` are stale and overwritten by the next chunk.
     keys: Vec<Vec<f32>>,
@@ -38,43 +37,19 @@ impl CpuDecoder {
             config: config.clone(),
             weights,
             rope: Rope::new(config.rope_style, config.head_dim, config.rope_theta),
-            capacity: context_len,
-            history: Vec::with_capacity(context_len),
+            history: TokenHistory::new(context_len),
             keys: vec![Vec::new(); config.num_layers],
             values: vec![Vec::new(); config.num_layers],
         })
     }
 
-    /// Tokens in the cache: the position the next token gets.
-    pub fn len(&self) -> usize {
-        self.history.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.history.is_empty()
-    }
-
-    /// The cached tokens.
-    pub fn tokens(&self) -> &[u32] {
+    /// The cached tokens: positions, prefix reuse, rollback.
+    pub fn history(&self) -> &TokenHistory {
         &self.history
     }
 
-    /// Prefix reuse, as `generate::Decoder::reuse_prefix`: keeps the longest cached prefix of `ids` but
-    /// at least one token short of it, and returns how many tokens it kept.
-    pub fn reuse_prefix(&mut self, ids: &[u32]) -> usize {
-        let common = self
-            .history
-            .iter()
-            .zip(ids)
-            .take_while(|(a, b)| a == b)
-            .count();
-        let kept = common.min(ids.len().saturating_sub(1));
-        self.history.truncate(kept);
-        kept
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
+    pub fn history_mut(&mut self) -> &mut TokenHistory {
+        &mut self.history
     }
 
     /// Bytes of weights a forward pass reads per chunk: the floor of a token's time is this over the
@@ -83,35 +58,10 @@ impl CpuDecoder {
         self.weights.bytes_per_token()
     }
 
-    /// Drops every cached token from `pos` on, so that the next token gets position `pos`.
-    pub fn seek(&mut self, pos: usize) -> Result<()> {
-        if pos > self.history.len() {
-            return Err(WispError::InvalidInput(format!(
-                "cannot seek to position {pos}: only {} tokens are cached",
-                self.history.len()
-            )));
-        }
-        self.history.truncate(pos);
-        Ok(())
-    }
-
     /// Appends `tokens` to the cache and returns the logits after each of them. Refused inputs leave the
     /// cache as it was.
     pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        if self.history.len() + tokens.len() > self.capacity {
-            return Err(WispError::ContextOverflow(format!(
-                "{} cached + {} new tokens exceed the context of {} tokens",
-                self.history.len(),
-                tokens.len(),
-                self.capacity
-            )));
-        }
-        let vocab = self.config.vocab_size;
-        if let Some(bad) = tokens.iter().find(|&&id| id as usize >= vocab) {
-            return Err(WispError::InvalidInput(format!(
-                "token id {bad} is outside the vocabulary of {vocab}"
-            )));
-        }
+        self.history.check(tokens, self.config.vocab_size)?;
         let mut logits = Vec::with_capacity(tokens.len());
         for chunk in tokens.chunks(CHUNK) {
             self.run_chunk(chunk, &mut logits)?;
@@ -176,7 +126,7 @@ impl CpuDecoder {
         let mut out = vec![0.0; n * vocab];
         head.matmul(&a, &mut out)?;
         logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
-        self.history.extend_from_slice(chunk);
+        self.history.extend(chunk);
         Ok(())
     }
 }
