@@ -18,8 +18,9 @@ pub enum BackendKind {
 }
 
 pub enum Decoder {
-    Gpu(GpuDecoder),
-    Cpu(CpuDecoder),
+    // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
+    Gpu(Box<GpuDecoder>),
+    Cpu(Box<CpuDecoder>),
 }
 
 macro_rules! each {
@@ -38,12 +39,18 @@ impl Decoder {
         weights: &mut dyn WeightProvider,
         shape: DecoderShape,
     ) -> Result<Self> {
-        Ok(Decoder::Gpu(GpuDecoder::new(config, weights, shape).await?))
+        Ok(Decoder::Gpu(Box::new(
+            GpuDecoder::new(config, weights, shape).await?,
+        )))
     }
 
     /// The CPU kernels (quantized weights stay quantized).
     pub fn cpu(config: &ModelConfig, weights: &ModelWeights, context_len: usize) -> Result<Self> {
-        Ok(Decoder::Cpu(CpuDecoder::new(config, weights, context_len)?))
+        Ok(Decoder::Cpu(Box::new(CpuDecoder::new(
+            config,
+            weights,
+            context_len,
+        )?)))
     }
 
     pub fn kind(&self) -> BackendKind {
