@@ -57,5 +57,5 @@ export function serve(port = 0) {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { url } = await serve(Number(process.argv[2] ?? 8080));
-  console.log(`Wisp demo: ${url}/www/  (Chromium needs WebGPU; on Linux start it with --enable-unsafe-webgpu)`);
+  console.log(`Wisp demo: ${url}/www/  (WebGPU if the browser has it, otherwise the CPU backend)`);
 }
