@@ -122,6 +122,7 @@ export class Agent {
       sampling: { temperature: options.temperature ?? this.#options.temperature ?? 0 },
       maxTokens: options.maxTokens ?? this.#options.maxTokens ?? 256,
       stop: options.stop ?? [],
+      draftTokens: options.draftTokens ?? this.#options.draftTokens,
       seed: crypto.getRandomValues(new Uint32Array(1))[0],
     };
     if (options.seed !== undefined) request.sampling.seed = options.seed;
