@@ -30,18 +30,21 @@ async function handle(req, res) {
   try {
     if ((await stat(file)).isDirectory()) file = join(file, "index.html");
     const body = await readFile(file);
-    res.writeHead(200, {
+    const headers = {
       "content-type": TYPES[extname(file)] ?? "application/octet-stream",
       "content-length": body.length,
       "cache-control": "no-cache",
-    });
+    };
+    // The demo's service worker controls the whole origin: its model worker runs from /pkg/.
+    if (path === "/www/sw.js") headers["service-worker-allowed"] = "/";
+    res.writeHead(200, headers);
     res.end(req.method === "HEAD" ? undefined : body);
   } catch {
     res.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${path}`);
   }
 }
 
-/** Starts the server; port 0 picks a free one. Resolves to { url, close }. */
+/** Starts the server; port 0 picks a free one. Resolves to { url, close }; close also drops open connections. */
 export function serve(port = 0) {
   const server = createServer((req, res) => {
     handle(req, res).catch(() => res.writeHead(500).end());
@@ -50,7 +53,12 @@ export function serve(port = 0) {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => {
       const url = `http://127.0.0.1:${server.address().port}`;
-      resolveStart({ url, close: () => new Promise((done) => server.close(done)) });
+      const close = () =>
+        new Promise((done) => {
+          server.close(done);
+          server.closeAllConnections();
+        });
+      resolveStart({ url, close });
     });
   });
 }

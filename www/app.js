@@ -1,5 +1,6 @@
-// The demo: a chat with the agent, a trace of every tool call, load progress, stop, and speed.
-// Everything the model writes is shown with textContent: model text is never HTML.
+// The demo: a chat with the agent, a trace of every tool call, load progress, stop, and speed. The model
+// runs in a Web Worker (worker mode), the tools here on the page. Everything the model writes is shown
+// with textContent: model text is never HTML. A service worker (sw.js) makes it work offline.
 import { adapterInfo, createAgent } from "../pkg/index.js";
 import { demoTools } from "./tools.js";
 
@@ -44,6 +45,7 @@ async function load(source) {
   try {
     agent = await createAgent({
       model: source,
+      worker: true,
       system: "You are a helpful assistant.",
       load: {
         onProgress: (e) => {
@@ -84,7 +86,7 @@ async function ask(question) {
         if (e.type === "tool_error") {
           const li = calls.get(e.id) ?? bubble("tool", `→ ${e.name ?? "?"}(…)`);
           li.classList.add("failed");
-          li.textContent += `\n✗ ${e.error}`;
+          li.textContent += `\n✗ ${e.error}${e.ms === undefined ? "" : `  (${e.ms.toFixed(0)} ms)`}`;
         }
       },
     });
@@ -99,7 +101,30 @@ async function ask(question) {
   }
 }
 
+// Offline: the service worker stores the app, the package and the bundled model on the first visit.
+async function registerServiceWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  try {
+    await navigator.serviceWorker.register(new URL("sw.js", import.meta.url), { scope: new URL("../", import.meta.url).href });
+    await navigator.serviceWorker.ready;
+    $("offline").textContent = "Stored for offline use: this page, the package and the bundled model work without a network.";
+  } catch (e) {
+    $("offline").textContent = `Not available offline (${e.message}).`;
+  }
+}
+
+// The tools in view: the source of tools.js, as text.
+async function showTools() {
+  try {
+    $("tools-source").textContent = await (await fetch(new URL("tools.js", import.meta.url))).text();
+  } catch {
+    $("tools-source").textContent = "(could not load tools.js)";
+  }
+}
+
 async function main() {
+  registerServiceWorker();
+  showTools();
   try {
     const info = await adapterInfo();
     gpuNote = `WebGPU: ${[info.vendor, info.architecture, info.description].filter(Boolean).join(" / ")}${info.isFallbackAdapter ? " (software: Wisp uses its CPU backend)." : "."}`;

@@ -17,7 +17,8 @@ const BASE_FLAGS = [
 
 /**
  * Starts the server and a fresh browser profile. `webgpu: false` leaves out --enable-unsafe-webgpu.
- * Returns { url, context, page, consoleMessages, close }.
+ * Returns { url, context, page, consoleMessages, stopServer, close }; stopServer shuts the server down early
+ * (for offline tests).
  */
 export async function openBrowser({ webgpu = true } = {}) {
   const server = await serve(0);
@@ -38,6 +39,7 @@ export async function openBrowser({ webgpu = true } = {}) {
     context,
     page,
     consoleMessages,
+    stopServer: () => server.close(),
     async close() {
       await context.close();
       await server.close();
