@@ -16,17 +16,22 @@ const BASE_FLAGS = [
 ];
 
 /**
- * Starts the server and a fresh browser profile. `webgpu: false` leaves out --enable-unsafe-webgpu.
+ * Starts the server and a fresh browser profile. `webgpu: false` leaves out --enable-unsafe-webgpu;
+ * `extension: dir` loads the unpacked extension in `dir` (Playwright passes --disable-extensions unless told
+ * not to; headless Chromium runs extensions since its new headless mode).
  * Returns { url, context, page, consoleMessages, stopServer, close }; stopServer shuts the server down early
  * (for offline tests).
  */
-export async function openBrowser({ webgpu = true } = {}) {
+export async function openBrowser({ webgpu = true, extension } = {}) {
   const server = await serve(0);
   const profile = await mkdtemp(join(tmpdir(), "wisp-chromium-"));
+  const args = webgpu ? [...BASE_FLAGS, "--enable-unsafe-webgpu"] : [...BASE_FLAGS];
+  if (extension) args.push(`--disable-extensions-except=${extension}`, `--load-extension=${extension}`);
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: webgpu ? [...BASE_FLAGS, "--enable-unsafe-webgpu"] : BASE_FLAGS,
+    args,
+    ignoreDefaultArgs: extension ? ["--disable-extensions"] : [],
   });
   const page = context.pages()[0] ?? (await context.newPage());
   // A blank page of our origin, so that tests can import("/pkg/index.js").
