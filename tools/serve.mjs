@@ -20,10 +20,10 @@ const TYPES = {
   ".png": "image/png",
 };
 
-async function handle(req, res) {
+async function handle(root, req, res) {
   const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
-  let file = normalize(join(ROOT, path));
-  if (file !== ROOT && !file.startsWith(ROOT + sep)) {
+  let file = normalize(join(root, path));
+  if (file !== root && !file.startsWith(root + sep)) {
     res.writeHead(403).end("forbidden");
     return;
   }
@@ -44,10 +44,14 @@ async function handle(req, res) {
   }
 }
 
-/** Starts the server; port 0 picks a free one. Resolves to { url, close }; close also drops open connections. */
-export function serve(port = 0) {
+/**
+ * Starts the server for `root` (default: the repository); port 0 picks a free one. Resolves to
+ * { url, close }; close also drops open connections.
+ */
+export function serve(port = 0, root = ROOT) {
+  const dir = resolve(root);
   const server = createServer((req, res) => {
-    handle(req, res).catch(() => res.writeHead(500).end());
+    handle(dir, req, res).catch(() => res.writeHead(500).end());
   });
   return new Promise((resolveStart, reject) => {
     server.once("error", reject);
