@@ -216,6 +216,8 @@ export class WorkerModel {
   readonly config: ModelConfig;
   readonly contextLength: number;
   readonly manifest?: Manifest;
+  /** Where the model runs in the worker, and why. */
+  readonly backend: { kind: "webgpu" | "cpu"; reason: string };
   length(): Promise<number>;
   encode(text: string): Promise<Uint32Array>;
   decode(ids: ArrayLike<number>): Promise<string>;

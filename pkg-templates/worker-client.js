@@ -104,6 +104,11 @@ export class WorkerModel {
     return this.#info.manifest;
   }
 
+  /** `{ kind: "webgpu" | "cpu", reason }`: where the model runs in the worker, and why. */
+  get backend() {
+    return this.#info.backend;
+  }
+
   length() {
     return this.#channel.call("length");
   }

@@ -52,7 +52,7 @@ const ops = {
       signal,
       onProgress: (data) => postMessage({ id, event: "progress", data }),
     });
-    return { config: model.config, contextLength: model.contextLength, manifest: model.manifest };
+    return { config: model.config, contextLength: model.contextLength, manifest: model.manifest, backend: model.backend };
   },
   async generate({ input, options }, id) {
     const signal = controllers.get(id).signal;
