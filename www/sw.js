@@ -7,7 +7,7 @@
 const APP_CACHE = "wisp-demo-v1";
 const MODEL_CACHE = "wisp-models-v1";
 const ROOT = new URL("../", self.location.href);
-const APP = ["www/", "www/app.js", "www/tools.js", "www/style.css", "www/manifest.webmanifest", "www/icon.svg"];
+const APP = ["www/", "www/index.html", "www/app.js", "www/tools.js", "www/style.css", "www/manifest.webmanifest", "www/icon.svg"];
 const MODEL = "models/wisp-mini/manifest.json";
 
 async function fetchOk(url) {
