@@ -58,12 +58,13 @@ export class Agent {
     const entry = { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS };
     this.#tools.set(spec.name, entry);
     if (added instanceof Promise) {
-      this.#pending.push(
-        added.catch((e) => {
-          if (this.#tools.get(spec.name) === entry) this.#tools.delete(spec.name);
-          throw e?.code && !(e instanceof WispError) ? new WispError(e.code, e.message) : e;
-        }),
-      );
+      const registered = added.catch((e) => {
+        if (this.#tools.get(spec.name) === entry) this.#tools.delete(spec.name);
+        throw e?.code && !(e instanceof WispError) ? new WispError(e.code, e.message) : e;
+      });
+      // The next run reports the failure; until then it must not count as unhandled.
+      registered.catch(() => {});
+      this.#pending.push(registered);
     }
     return this;
   }
