@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { build } from "vite";
 import { chromium } from "playwright-core";
 import { serve } from "../../tools/serve.mjs";
-import { CHROMIUM } from "./harness.mjs";
+import { BASE_FLAGS, CHROMIUM } from "./harness.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -42,7 +42,7 @@ describe("bundlers: Vite", () => {
     assert.ok(assets.some((f) => f.endsWith(".wasm")), "the .wasm is emitted as an asset");
 
     server = await serve(0, dist);
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--enable-unsafe-webgpu"] });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...BASE_FLAGS, "--enable-unsafe-webgpu"] });
     const page = await browser.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));

@@ -7,7 +7,7 @@ import { chromium } from "playwright-core";
 import { serve } from "../../tools/serve.mjs";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const BASE_FLAGS = [
+export const BASE_FLAGS = [
   "--no-sandbox",
   "--disable-background-networking",
   "--disable-component-update",
