@@ -241,6 +241,8 @@ export class WorkerModel {
   readonly config: ModelConfig;
   readonly contextLength: number;
   readonly manifest?: Manifest;
+  /** Where the model runs in the worker, and why. */
+  readonly backend: { kind: "webgpu" | "cpu"; reason: string };
   length(): Promise<number>;
   encode(text: string): Promise<Uint32Array>;
   decode(ids: ArrayLike<number>): Promise<string>;
@@ -286,12 +288,16 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
   onEvent?: (event: AgentEvent) => void;
 }
 
+/**
+ * In worker mode (`createAgent({ worker: true })` or a `WorkerModel`), `removeTool`, `reset` and `messages`
+ * return promises, and a tool whose spec the worker rejects makes the next `run` reject (with its code).
+ */
 export class Agent {
   private constructor();
   tool(spec: ToolSpec, fn: (args: any, ctx: { signal: AbortSignal; id: string }) => unknown): this;
-  removeTool(name: string): boolean;
-  reset(): void;
-  readonly messages: ChatMessage[];
+  removeTool(name: string): boolean | Promise<boolean>;
+  reset(): void | Promise<void>;
+  readonly messages: ChatMessage[] | Promise<ChatMessage[]>;
   run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
   stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
   /** Frees the agent, and its model when `createAgent` loaded it. */
@@ -299,7 +305,9 @@ export class Agent {
 }
 
 export function createAgent(options: {
-  model: Model | Source;
+  model: Model | WorkerModel | Source;
+  /** Load the source into a `WorkerModel`: the model and the conversation in a Web Worker, tools on the page. */
+  worker?: boolean;
   load?: Parameters<typeof Model.load>[1];
   system?: string;
   maxSteps?: number;

@@ -5,16 +5,29 @@ import { WispError } from "./errors.js";
 import { clearModelCache, fetchBytes } from "./fetch.js";
 
 export { WispError, clearModelCache };
-export { WorkerModel } from "./worker-client.js";
-import { createAgentFor } from "./agent.js";
+import { WorkerModel } from "./worker-client.js";
+import { createAgentFor, createWorkerAgentFor } from "./agent.js";
+
+export { WorkerModel };
 
 /**
- * Creates an agent: `options.model` is a loaded `Model` or a source for `Model.load`; other options:
- * `system`, `maxSteps` (default 6), `toolCallFormat`, `maxResultChars` (default 4000), `temperature`,
- * `maxTokens`, and `load` (options for `Model.load`).
+ * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`;
+ * other options: `worker` (load the source into a `WorkerModel`), `system`, `maxSteps` (default 6),
+ * `toolCallFormat`, `maxResultChars` (default 4000), `temperature`, `maxTokens`, and `load` (options for
+ * `Model.load`).
  */
 export async function createAgent(options = {}) {
-  const { model: source, load, ...rest } = options;
+  const { model: source, load, worker, ...rest } = options;
+  if (worker || source instanceof WorkerModel) {
+    const owned = !(source instanceof WorkerModel);
+    const model = owned ? await WorkerModel.load(source, load) : source;
+    try {
+      return await createWorkerAgentFor(model, rest, owned ? () => model.close() : undefined);
+    } catch (e) {
+      if (owned) model.close();
+      throw e;
+    }
+  }
   const owned = !(source instanceof Model);
   const model = owned ? await Model.load(source, load) : source;
   try {
