@@ -249,6 +249,8 @@ export class WorkerModel {
   renderChat(messages: ChatMessage[], options?: { tools?: object[]; addGenerationPrompt?: boolean }): Promise<string>;
   forward(ids: ArrayLike<number>): Promise<Float32Array>;
   seek(position: number): Promise<void>;
+  profile(): Promise<Profile>;
+  resetProfile(): Promise<void>;
   generate(input: GenerateInput, options?: GenerateOptions): Promise<GenerateResult>;
   stream(input: GenerateInput, options?: GenerateOptions): AsyncIterable<{ text: string; token: number }> & {
     result: Promise<GenerateResult>;

@@ -133,6 +133,15 @@ export class WorkerModel {
     return this.#channel.call("seek", { position });
   }
 
+  /** As `Model.profile`: where the worker's time went. */
+  profile() {
+    return this.#channel.call("profile");
+  }
+
+  resetProfile() {
+    return this.#channel.call("resetProfile");
+  }
+
   /** As `Model.generate`; `onText` runs on the page. */
   generate(input, options = {}) {
     const { signal, onText, ...rest } = options;

@@ -66,6 +66,8 @@ const ops = {
   forward: ({ ids }) => requireModel().forward(ids),
   seek: ({ position }) => requireModel().seek(position),
   length: () => requireModel().length,
+  profile: () => requireModel().profile(),
+  resetProfile: () => requireModel().resetProfile(),
   abort({ target }) {
     controllers.get(target)?.abort(new DOMException("aborted by the page", "AbortError"));
   },

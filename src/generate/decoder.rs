@@ -221,7 +221,8 @@ impl GpuDecoder {
 }
 
 /// Fails with `MODEL_TOO_LARGE` before any weight is read when one of the graph's largest buffers exceeds
-/// what the adapter allows in one buffer or one storage binding.
+/// what the device allows in one buffer or one storage binding: the adapter's limits, capped by WebGPU's
+/// defaults, which are what wonnx requests.
 pub fn check_limits(
     config: &ModelConfig,
     shape: DecoderShape,
@@ -246,20 +247,24 @@ pub fn check_limits(
         ("the attention mask and scores", h * t * (s + t)),
         ("a layer's key cache", s * kv * dh),
     ];
-    let limit = adapter
+    // wonnx asks for a device with WebGPU's default limits, whatever the adapter could give.
+    let device = wgpu::Limits::default();
+    let binding = adapter
         .max_storage_buffer_binding_size
-        .min(adapter.max_buffer_size);
+        .min(u64::from(device.max_storage_buffer_binding_size));
+    let buffer = adapter.max_buffer_size.min(device.max_buffer_size);
+    let limit = binding.min(buffer);
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     for (what, floats) in buffers {
         let bytes = floats * 4;
         if bytes > limit {
-            let which = if adapter.max_storage_buffer_binding_size <= adapter.max_buffer_size {
+            let which = if binding <= buffer {
                 "maxStorageBufferBindingSize"
             } else {
                 "maxBufferSize"
             };
             return Err(WispError::ModelTooLarge(format!(
-                "{what} needs {:.1} MiB in one GPU buffer; this adapter's {which} is {:.1} MiB",
+                "{what} needs {:.1} MiB in one GPU buffer; the GPU device's {which} is {:.1} MiB",
                 mib(bytes),
                 mib(limit)
             )));
@@ -309,7 +314,7 @@ mod tests {
         assert_eq!(err.code(), "MODEL_TOO_LARGE");
         assert_eq!(
             err.to_string(),
-            "model too large for this GPU: the token embedding needs 519.3 MiB in one GPU buffer; this adapter's maxStorageBufferBindingSize is 128.0 MiB"
+            "model too large for this GPU: the token embedding needs 519.3 MiB in one GPU buffer; the GPU device's maxStorageBufferBindingSize is 128.0 MiB"
         );
         let small = ModelConfig {
             vocab_size: 32_768,

@@ -21,6 +21,16 @@ pub enum BackendKind {
 /// Draft tokens verified per CPU step: one token plus seven drafts fill the eight-row kernel pass.
 const CPU_DRAFT_LEN: usize = 7;
 
+/// See [`Decoder::draft_policy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DraftPolicy {
+    pub max_len: usize,
+    pub min_ngram: usize,
+    /// Halve the draft length after a pass whose first draft failed, double it after one whose drafts
+    /// all held.
+    pub adaptive: bool,
+}
+
 pub enum Decoder {
     // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
     Gpu(Box<GpuDecoder>),
@@ -121,13 +131,22 @@ impl Decoder {
         }
     }
 
-    /// How many draft tokens a step can verify at about the cost of one: the GPU graph always runs a
-    /// whole chunk, so the rows after the new token are free; on the CPU each row costs its share of
-    /// arithmetic, but a quantized weight block is decoded once for up to eight rows.
-    pub fn free_draft_len(&self) -> usize {
+    /// How this backend should draft. The GPU graph always runs a whole chunk, so the rows after the
+    /// new token are free: fill them, from any match. On the CPU each row costs its share of arithmetic
+    /// (a quantized weight block is decoded once for up to eight rows): draft only from matches of two
+    /// tokens or more, and fewer tokens while drafts keep failing.
+    pub fn draft_policy(&self) -> DraftPolicy {
         match self {
-            Decoder::Gpu(d) => d.chunk_len() - 1,
-            Decoder::Cpu(_) => CPU_DRAFT_LEN,
+            Decoder::Gpu(d) => DraftPolicy {
+                max_len: d.chunk_len() - 1,
+                min_ngram: 1,
+                adaptive: false,
+            },
+            Decoder::Cpu(_) => DraftPolicy {
+                max_len: CPU_DRAFT_LEN,
+                min_ngram: 2,
+                adaptive: true,
+            },
         }
     }
 }

@@ -13,7 +13,8 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::{
-    lookup, Decoder, FinishReason, Sampler, SamplingParams, StopChecker, StopConditions, TextStream,
+    lookup, Decoder, DraftPolicy, FinishReason, Sampler, SamplingParams, StopChecker,
+    StopConditions, TextStream,
 };
 use crate::error::{Result, WispError};
 use crate::profile::now_ms;
@@ -24,8 +25,8 @@ pub struct GenerateOptions {
     pub sampling: SamplingParams,
     pub max_new_tokens: usize,
     pub stop: Vec<String>,
-    /// Draft tokens verified per pass; `None` lets the backend choose (see
-    /// [`Decoder::free_draft_len`]), `Some(0)` turns speculation off.
+    /// Most draft tokens verified per pass; `None` lets the backend choose (see
+    /// [`Decoder::draft_policy`]), `Some(0)` turns speculation off.
     pub draft_len: Option<usize>,
 }
 
@@ -60,7 +61,11 @@ pub struct Generation {
     logits: Vec<f32>,
     /// Draft tokens in the cache after the confirmed ones, each with the logits after it.
     drafts: VecDeque<(u32, Vec<f32>)>,
+    policy: DraftPolicy,
+    /// Draft length of the next pass (adaptive policies move it between 1 and `policy.max_len`).
     draft_len: usize,
+    /// Drafts of the current pass accepted so far.
+    pass_accepted: usize,
     finish: Option<FinishReason>,
     usage: Usage,
 }
@@ -90,9 +95,10 @@ impl Generation {
             max_new_tokens: options.max_new_tokens,
             stop_strings: options.stop,
         })?;
-        let draft_len = options
-            .draft_len
-            .unwrap_or_else(|| decoder.free_draft_len());
+        let mut policy = decoder.draft_policy();
+        if let Some(max_len) = options.draft_len {
+            policy.max_len = max_len;
+        }
         let cached = decoder.reuse_prefix(prompt);
         let logits = decoder.forward_last(&prompt[cached..]).await?;
         Ok(Generation {
@@ -101,7 +107,9 @@ impl Generation {
             stream: TextStream::new(prompt),
             logits,
             drafts: VecDeque::new(),
-            draft_len,
+            policy,
+            draft_len: policy.max_len,
+            pass_accepted: 0,
             finish: None,
             usage: Usage {
                 prompt_tokens: prompt.len(),
@@ -171,8 +179,15 @@ impl Generation {
                 if let Some((_, logits)) = self.drafts.pop_front() {
                     self.logits = logits;
                     self.usage.accepted_draft_tokens += 1;
+                    self.pass_accepted += 1;
+                }
+                if self.drafts.is_empty() && self.policy.adaptive {
+                    self.draft_len = (self.draft_len * 2).min(self.policy.max_len);
                 }
                 return Ok(());
+            }
+            if self.pass_accepted == 0 && self.policy.adaptive {
+                self.draft_len = (self.draft_len / 2).max(1);
             }
             self.drop_drafts(decoder)?;
         }
@@ -182,7 +197,12 @@ impl Generation {
             .saturating_sub(decoder.len() + 2)
             .min(self.stop.remaining_tokens().saturating_sub(1));
         let t = now_ms();
-        let drafts = lookup::draft(decoder.tokens(), token, self.draft_len.min(room));
+        let drafts = lookup::draft(
+            decoder.tokens(),
+            token,
+            self.draft_len.min(room),
+            self.policy.min_ngram,
+        );
         decoder.profile_mut().lap("draft_lookup", t);
         let mut input = Vec::with_capacity(1 + drafts.len());
         input.push(token);
@@ -192,6 +212,7 @@ impl Generation {
             .next()
             .ok_or_else(|| WispError::GpuInternal("the step returned no logits".into()))?;
         self.drafts = drafts.into_iter().zip(rows).collect();
+        self.pass_accepted = 0;
         self.usage.draft_tokens += self.drafts.len();
         self.usage.passes += 1;
         Ok(())

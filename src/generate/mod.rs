@@ -12,7 +12,7 @@ mod stop;
 mod stream;
 
 pub use decoder::{check_limits, GpuDecoder};
-pub use engine::{BackendKind, Decoder};
+pub use engine::{BackendKind, Decoder, DraftPolicy};
 pub use generation::{GenerateOptions, Generation, Step, Usage};
 pub use history::{LogitRows, TokenHistory};
 pub use processor::LogitsProcessor;
