@@ -318,3 +318,19 @@ export function createAgent(options: {
   temperature?: number;
   maxTokens?: number;
 }): Promise<Agent>;
+
+/**
+ * OpenAI's `chat.completions` over a loaded model: `create({ messages, tools, tool_choice, stream,
+ * temperature, top_p, max_tokens, seed, stop })` returns a `chat.completion` object, or with `stream: true`
+ * an async iterable of `chat.completion.chunk` objects (tool calls as `delta.tool_calls`).
+ */
+export function createChatCompletions(
+  model: Model,
+  options?: { name?: string },
+): { create(params: object): Promise<object | AsyncIterable<object>> };
+
+/**
+ * A `fetch` for the official `openai` SDK that answers `POST …/chat/completions` with the on-device model:
+ * `new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true })`.
+ */
+export function openaiFetch(model: Model, options?: { name?: string }): typeof fetch;

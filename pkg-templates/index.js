@@ -9,6 +9,7 @@ import { WorkerModel } from "./worker-client.js";
 import { createAgentFor, createWorkerAgentFor } from "./agent.js";
 
 export { WorkerModel };
+export { createChatCompletions, openaiFetch } from "./openai.js";
 
 /**
  * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`;

@@ -11,7 +11,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::model::{busy, start, Inner, Model};
 use super::{to_js, to_js_value};
-use crate::agent::{Conversation, ToolCallFormat, ToolSpec, Turn};
+use crate::agent::{Conversation, RecordedCall, ToolCallFormat, ToolSpec, Turn};
 use crate::bundle;
 use crate::error::{Result, WispError};
 
@@ -31,6 +31,14 @@ struct ToolInput {
     description: String,
     parameters: serde_json::Value,
     timeout_ms: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallInput {
+    id: String,
+    name: String,
+    arguments: serde_json::Value,
 }
 
 const DEFAULT_MAX_RESULT_CHARS: usize = 4000;
@@ -108,6 +116,44 @@ impl Agent {
             )));
         }
         self.conversation()?.push_user(text);
+        Ok(())
+    }
+
+    /// Records an earlier assistant message (replaying a conversation): its text and its tool calls,
+    /// `[{ id, name, arguments }]` with `arguments` a JSON object or a string holding one.
+    #[wasm_bindgen(js_name = pushAssistant)]
+    pub fn push_assistant(
+        &self,
+        text: Option<String>,
+        calls: JsValue,
+    ) -> std::result::Result<(), JsValue> {
+        let calls: Vec<CallInput> = if calls.is_undefined() || calls.is_null() {
+            Vec::new()
+        } else {
+            from_js(calls, "assistant tool calls").map_err(to_js)?
+        };
+        let calls = calls
+            .into_iter()
+            .map(|c| {
+                let arguments = match c.arguments {
+                    serde_json::Value::String(s) => serde_json::from_str(&s).map_err(|e| {
+                        WispError::InvalidRequest(format!(
+                            "arguments of tool call '{}' are not JSON: {e}",
+                            c.id
+                        ))
+                    })?,
+                    other => other,
+                };
+                Ok(RecordedCall {
+                    id: c.id,
+                    name: c.name,
+                    arguments,
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map_err(to_js)?;
+        self.conversation()?
+            .push_assistant(text.as_deref().unwrap_or(""), &calls);
         Ok(())
     }
 
