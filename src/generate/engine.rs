@@ -9,6 +9,7 @@ use crate::backend::cpu::CpuDecoder;
 use crate::error::Result;
 use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
+use crate::profile::Profile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -16,6 +17,9 @@ pub enum BackendKind {
     Webgpu,
     Cpu,
 }
+
+/// Draft tokens verified per CPU step: one token plus seven drafts fill the eight-row kernel pass.
+const CPU_DRAFT_LEN: usize = 7;
 
 pub enum Decoder {
     // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
@@ -68,6 +72,11 @@ impl Decoder {
         each!(self, d => d.history_mut())
     }
 
+    /// Time per stage since the last reset.
+    pub fn profile_mut(&mut self) -> &mut Profile {
+        each!(self, d => d.profile_mut())
+    }
+
     /// Tokens in the cache: the position the next token gets.
     pub fn len(&self) -> usize {
         self.history().len()
@@ -96,10 +105,29 @@ impl Decoder {
         self.history_mut().seek(pos)
     }
 
+    /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         match self {
             Decoder::Gpu(d) => d.forward(tokens).await,
             Decoder::Cpu(d) => d.forward(tokens),
+        }
+    }
+
+    /// Appends `tokens` to the cache and returns the logits after the last one (a prefill).
+    pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        match self {
+            Decoder::Gpu(d) => d.forward_last(tokens).await,
+            Decoder::Cpu(d) => d.forward_last(tokens),
+        }
+    }
+
+    /// How many draft tokens a step can verify at about the cost of one: the GPU graph always runs a
+    /// whole chunk, so the rows after the new token are free; on the CPU each row costs its share of
+    /// arithmetic, but a quantized weight block is decoded once for up to eight rows.
+    pub fn free_draft_len(&self) -> usize {
+        match self {
+            Decoder::Gpu(d) => d.chunk_len() - 1,
+            Decoder::Cpu(_) => CPU_DRAFT_LEN,
         }
     }
 }
