@@ -107,13 +107,21 @@ export function wispEncode(text) {
   return [...wisp.encode(text)];
 }
 
-/** Greedy generation from a cold cache: seek(0) first, or the prompt would be reused from the last run. */
-export async function wispGenerate(ids, maxTokens) {
+/**
+ * Greedy generation from a cold cache: seek(0) first, or the prompt would be reused from the last run.
+ * `draftTokens`: 0 for plain one-token-per-pass decoding, as the peers do; undefined for Wisp's default
+ * prompt-lookup speculation. `profile`: resets the model's profile first and returns it with the run.
+ */
+export async function wispGenerate(ids, maxTokens, { draftTokens, profile } = {}) {
   wisp.seek(0);
-  const r = await wisp.generate(ids, { maxTokens, temperature: 0 });
+  if (profile) wisp.resetProfile();
+  const r = await wisp.generate(ids, { maxTokens, temperature: 0, draftTokens });
   if (r.usage.cachedTokens !== 0) throw new Error(`prefix reuse: ${r.usage.cachedTokens} cached tokens`);
   const decodeMs = r.usage.totalMs - r.usage.ttftMs;
-  return { tokens: r.tokens, finishReason: r.finishReason, ttftMs: r.usage.ttftMs, decodeMs, totalMs: r.usage.totalMs };
+  return {
+    tokens: r.tokens, finishReason: r.finishReason, ttftMs: r.usage.ttftMs, decodeMs, totalMs: r.usage.totalMs,
+    passes: r.usage.passes, acceptedDraftTokens: r.usage.acceptedDraftTokens, profile: profile ? wisp.profile() : undefined,
+  };
 }
 
 /**

@@ -29,6 +29,8 @@ function cuts(c) {
   const out = [];
   if (c.options?.contextLen) out.push(`context ${c.options.contextLen}`);
   if (c.prompts) out.push(`prompts ${c.prompts.join("/")}`);
+  if (c.firstPromptOnly) out.push("decode prompt only");
+  if (c.loadReps) out.push(`${c.loadReps} load${c.loadReps > 1 ? "s" : ""}`);
   if (c.decode) out.push(`${c.decode} new tokens`);
   if (c.reps) out.push(`${c.reps} timed run${c.reps > 1 ? "s" : ""}`);
   if (c.warmup === false) out.push("no warm-up");
@@ -40,6 +42,7 @@ function label(engine, e) {
   if (engine === "ort-wasm" && e.info?.numThreads != null) return `ort-wasm, ${e.info.numThreads} thread${e.info.numThreads === 1 ? "" : "s"}`;
   if (engine === "native-webgpu") return `native wonnx (${e.info?.adapter || "Vulkan"})`;
   if (engine === "native-cpu") return "native CPU kernels, 1 thread";
+  if (engine === "wisp-cpu-lookup") return "wisp-cpu + prompt-lookup drafts (Wisp's default)";
   return engine;
 }
 
@@ -82,10 +85,10 @@ export function table(r, jsonName) {
       }
       const agent = e.agent ? `${f(e.agent.ms, 0)} (${e.agent.steps} step${e.agent.steps > 1 ? "s" : ""}${e.agent.toolCalls.length ? `, ${e.agent.toolCalls.map((c) => `${c.name ?? "?"} ${c.ok ? "ok" : "error"}`).join(", ")}` : ", no tool call"})` : "–";
       out.push(`| ${label(engine, e)} | ${cell(e.load, 0)} | ${prompts.map((p) => runCell(e.runs[p], "ttftMs", 0)).join(" | ")} | ${prompts.map((p) => runCell(e.runs[p], "prefillTokPerSec", 1)).join(" | ")} | ` +
-        `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok)` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
+        `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok${decodeRun.acceptedDraftTokens ? `; ${decodeRun.passes} passes, ${decodeRun.acceptedDraftTokens} drafts kept` : ""})` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
     }
     out.push("");
-    const ratios = [["wisp-cpu", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
+    const ratios = [["wisp-cpu", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu-lookup", "wisp-cpu"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
       .map(([a, b]) => ratio(m, a, b, prompts)).filter(Boolean);
     if (ratios.length) out.push("Ratios (medians of this run; decode > 1 means the first is faster, TTFT > 1 that it is slower):", "", ...ratios, "");
     const agents = Object.entries(m.engines).filter(([, e]) => e.agent);
@@ -104,11 +107,30 @@ export function table(r, jsonName) {
         (m.nativeMemcpyBytesPerSec ? ` (native memcpy ${f(m.nativeMemcpyBytesPerSec / GB, 2)} GB/s → ≤ ${lim(m.weightBytesPerPassCpu, m.nativeMemcpyBytesPerSec)} tok/s)` : ""));
     }
     out.push(`Bandwidth limit: ${parts.join(". ")}. (memcpy counts bytes copied, each read once and written once; decode only reads weights, so a read-only stream can beat this figure by up to ~2×.)`, "");
+    out.push(...profileTable(m));
   }
   return out.join("\n") + "\n";
 }
 
-const COLORS = { "wisp-cpu": "#e8590c", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-webgpu": "#1971c2", "native-cpu": "#868e96", "native-webgpu": "#495057" };
+/** Wisp's own per-stage profile (`model.profile()`) of one run at the decode prompt, per generated token. */
+function profileTable(m) {
+  const rows = Object.entries(m.engines).filter(([, e]) => e.profile?.stages);
+  if (!rows.length) return [];
+  const out = ["Where Wisp's time goes (`model.profile()` over one run at the decode prompt: its prefill and every decoded token; ms per generated token by stage, largest first):", ""];
+  out.push("| engine | run | ms per token, all stages | 1st | 2nd | 3rd | the rest |", "|---|---|---|---|---|---|---|");
+  for (const [engine, e] of rows) {
+    const pr = e.profile;
+    const stages = Object.entries(pr.stages).sort((a, b) => b[1].ms - a[1].ms);
+    const total = stages.reduce((a, [, st]) => a + st.ms, 0);
+    const per = (ms) => f(ms / pr.newTokens, 2);
+    const top = (i) => (stages[i] ? `${stages[i][0]} ${per(stages[i][1].ms)} (${f((100 * stages[i][1].ms) / total, 0)}%)` : "–");
+    out.push(`| ${label(engine, e)} | ${pr.promptTokens}-token prompt + ${pr.newTokens} tokens${pr.cold ? ", cold" : ""}; ${pr.tokensRun} tokens run | ${per(total)} | ${top(0)} | ${top(1)} | ${top(2)} | ${stages.slice(3).map(([k, st]) => `${k} ${per(st.ms)}`).join(", ") || "–"} |`);
+  }
+  out.push("");
+  return out;
+}
+
+const COLORS = { "wisp-cpu": "#e8590c", "wisp-cpu-lookup": "#f59f00", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-webgpu": "#1971c2", "native-cpu": "#868e96", "native-webgpu": "#495057" };
 
 /** Two log-scale bar panels: decode tok/s and TTFT at the first prompt length, per model and engine. */
 export function chart(r) {

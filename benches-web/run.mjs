@@ -29,7 +29,13 @@ const FLAGS = ["--no-sandbox", "--disable-background-networking", "--disable-com
 const PLANS = {
   "wisp-mini": {
     label: "wisp-mini (bundled, 3.7M-param Llama, F16 safetensors)",
-    wisp: { source: { bundle: "/models/wisp-mini/manifest.json" }, options: { contextLen: 1024 } },
+    // The bundle's stop tokens end a raw-text continuation after a few tokens, so the timed runs load the
+    // same files without them (`timing`); load time and the agent task use the bundle.
+    wisp: {
+      source: { bundle: "/models/wisp-mini/manifest.json" }, options: { contextLen: 1024 },
+      timing: { weights: "/models/wisp-mini/model.safetensors", tokenizer: "/models/wisp-mini/tokenizer.json",
+        config: readFileSync(join(ROOT, "models/wisp-mini/config.json"), "utf8") },
+    },
     native: { weights: "models/wisp-mini/model.safetensors", config: "models/wisp-mini/config.json", contextLen: 1024 },
     onnx: "wisp-mini",
     // Its context is 1024: the longest prompt that leaves room for 128 decoded tokens is 896.
@@ -70,7 +76,14 @@ const PLANS = {
 };
 const models = opt("--models", "wisp-mini,smollm2").split(",");
 // wisp-cpu first: its greedy tokens are the reference. ort-webgpu last: on SwiftShader it can crash the page.
-const ENGINES = opt("--engines", "wisp-cpu,wisp-webgpu,ort-wasm,ort-webgpu").split(",");
+const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,ort-webgpu").split(",");
+// Wisp engines: backend and speculation. The main rows decode one token per pass (draftTokens 0), as the
+// peers do; wisp-cpu-lookup is Wisp's default (prompt-lookup drafts, same tokens), on the decode prompt only.
+const WISP = {
+  "wisp-cpu": { backend: "cpu", draftTokens: 0 },
+  "wisp-webgpu": { backend: "webgpu", draftTokens: 0 },
+  "wisp-cpu-lookup": { backend: "cpu", plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
+};
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
@@ -180,14 +193,16 @@ async function main() {
     const prompts = {};
     const reference = {}; // wisp-cpu's greedy tokens per prompt length: what every other engine must reproduce
     for (const engine of ENGINES) {
-      const p = { warmup: true, agent: plan.agent, ...plan, ...plan.overrides[engine] };
-      const isWisp = engine.startsWith("wisp");
-      const e = (r.engines[engine] = { load: [], runs: {}, check: {}, cuts: plan.overrides[engine] ?? null });
+      const w = WISP[engine];
+      const isWisp = Boolean(w);
+      const p = { warmup: true, agent: plan.agent, ...plan, ...w?.plan, ...plan.overrides[engine] };
+      if (p.firstPromptOnly) p.prompts = p.prompts.slice(0, 1);
+      const e = (r.engines[engine] = { load: [], runs: {}, check: {}, cuts: { ...w?.plan, ...plan.overrides[engine] } });
       await freshPage();
       const load = isWisp
-        ? () => call("wispLoad", plan.wisp.source, { ...plan.wisp.options, ...p.options, backend: engine.slice(5) })
+        ? (source = plan.wisp.source) => call("wispLoad", source, { ...plan.wisp.options, ...p.options, backend: w.backend })
         : () => call("ortLoad", onnxUrl, meta, engine === "ort-webgpu" ? "webgpu" : "wasm");
-      const generate = isWisp ? (ids, n) => call("wispGenerate", ids, n) : (ids, n) => call("ortGenerate", ids, n);
+      const generate = isWisp ? (ids, n, profile) => call("wispGenerate", ids, n, { draftTokens: w.draftTokens, profile }) : (ids, n) => call("ortGenerate", ids, n);
       try {
         for (let i = 0; i < p.loadReps; i++) {
           const l = await load();
@@ -195,6 +210,7 @@ async function main() {
           e.info = { ...l, loadMs: undefined };
           log(`${plan.name} ${engine}: load ${l.loadMs.toFixed(0)} ms`);
         }
+        if (isWisp && plan.wisp.timing) await load(plan.wisp.timing);
         if (!Object.keys(prompts).length) {
           // Token ids, the same for every engine: the tiny model's vocabulary is bytes, so fixed pseudo-random
           // bytes; the others get English text through Wisp's tokenizer, cut to length.
@@ -205,7 +221,9 @@ async function main() {
           // The first prompt length also measures decode; longer ones only their prefill (one new token).
           // Peers generate as many tokens as the reference did (Wisp stops at an end-of-turn token).
           const maxTokens = n !== p.prompts[0] ? 1 : reference[n] ? Math.min(p.decode, reference[n].length) : p.decode;
-          const first = await generate(prompts[n], maxTokens); // warm-up, and the greedy check
+          // Wisp's profile comes from the last run at the decode prompt (cold where that is the only one).
+          const profileAt = isWisp && n === p.prompts[0] ? p.reps - (p.warmup ? 0 : 1) : -1;
+          const first = await generate(prompts[n], maxTokens, profileAt === 0); // warm-up, and the greedy check
           if (engine === ENGINES[0]) reference[n] = first.tokens;
           else if (reference[n]) {
             e.check[n] = compare(reference[n], first.tokens);
@@ -216,7 +234,9 @@ async function main() {
             }
           }
           const samples = p.warmup ? [] : [first];
-          while (samples.length < p.reps) samples.push(await generate(prompts[n], maxTokens));
+          while (samples.length < p.reps) samples.push(await generate(prompts[n], maxTokens, samples.length + (p.warmup ? 1 : 0) === profileAt));
+          const profiled = samples.at(-1).profile;
+          if (profiled) e.profile = { promptTokens: n, newTokens: samples.at(-1).tokens.length, cold: !p.warmup, ...profiled };
           e.runs[n] = {
             promptTokens: n,
             newTokens: first.tokens.length,
@@ -224,12 +244,15 @@ async function main() {
             prefillTokPerSec: stats(samples.map((s) => (n * 1000) / s.ttftMs)),
             decodeTokPerSec: maxTokens > 1 ? stats(samples.map((s) => ((s.tokens.length - 1) * 1000) / s.decodeMs)) : null,
             warmup: p.warmup,
+            passes: samples[0].passes,
+            acceptedDraftTokens: samples[0].acceptedDraftTokens,
           };
           log(`${plan.name} ${engine} p${n}: TTFT ${e.runs[n].ttftMs.median.toFixed(0)} ms` +
             (e.runs[n].decodeTokPerSec ? `, decode ${e.runs[n].decodeTokPerSec.median.toFixed(2)} tok/s over ${first.tokens.length - 1}` : ""));
         }
         for (const n of plan.prompts.filter((n) => !p.prompts.includes(n))) e.runs[n] = { skipped: "too slow on this machine (see README)" };
         if (isWisp && p.agent) {
+          if (plan.wisp.timing) await load();
           e.agent = await call("wispAgentTask", p.agent.question, p.agent.maxSteps, p.agent.maxTokens);
           log(`${plan.name} ${engine} agent: ${e.agent.ms.toFixed(0)} ms, ${e.agent.steps} steps, calls ${JSON.stringify(e.agent.toolCalls.map((c) => c.name))}`);
         }

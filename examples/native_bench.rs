@@ -91,13 +91,14 @@ fn main() {
         for _ in 0..spec.reps + usize::from(spec.warmup) {
             decoder.seek(0).unwrap();
             let t = Instant::now();
-            let logits = pollster::block_on(decoder.forward(ids)).unwrap();
+            let logits = pollster::block_on(decoder.forward_last(ids)).unwrap();
             let ttft = ms(t);
-            tokens = vec![argmax(logits.last().unwrap())];
+            tokens = vec![argmax(&logits)];
             let t = Instant::now();
             while tokens.len() < new_tokens {
-                let logits = pollster::block_on(decoder.forward(&[*tokens.last().unwrap()])).unwrap();
-                tokens.push(argmax(&logits[0]));
+                let logits =
+                    pollster::block_on(decoder.forward_last(&[*tokens.last().unwrap()])).unwrap();
+                tokens.push(argmax(&logits));
             }
             samples.push(json!({ "ttftMs": ttft, "decodeMs": ms(t) }));
         }
