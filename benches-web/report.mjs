@@ -106,7 +106,7 @@ export function table(r, jsonName) {
       parts.push(`wisp-cpu reads ${f(m.weightBytesPerPassCpu / 1e6, 1)} MB per token in the format it keeps → ≤ ${lim(m.weightBytesPerPassCpu, bw.cpuBytesPerSec.median)} tok/s at page memcpy speed` +
         (m.nativeMemcpyBytesPerSec ? ` (native memcpy ${f(m.nativeMemcpyBytesPerSec / GB, 2)} GB/s → ≤ ${lim(m.weightBytesPerPassCpu, m.nativeMemcpyBytesPerSec)} tok/s)` : ""));
     }
-    out.push(`Bandwidth limit: ${parts.join(". ")}. (memcpy counts bytes copied, each read once and written once; decode only reads weights, so a read-only stream can beat this figure by up to ~2×.)`, "");
+    out.push(`Bandwidth limit: ${parts.join(". ")}. (memcpy counts bytes copied, each read once and written once; decode only reads weights, so a read-only stream can beat this figure by up to ~2×${m.weightBytesF32 < 64e6 ? "; and weights this small stay in the CPU's caches between tokens, which a 128 MiB copy does not measure" : ""}.)`, "");
     out.push(...profileTable(m));
   }
   return out.join("\n") + "\n";
