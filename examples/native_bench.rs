@@ -56,7 +56,9 @@ fn ms(t: Instant) -> f64 {
 }
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: native_bench spec.json");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: native_bench spec.json");
     let spec: Spec = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let root = env!("CARGO_MANIFEST_DIR");
     let bytes = std::fs::read(format!("{root}/{}", spec.weights)).unwrap();
