@@ -6,6 +6,39 @@ let wisp = null;
 let ort = null;
 let peer = null;
 
+// GPU memory we allocate: every buffer created through the page's WebGPU devices, live and peak bytes.
+// run.mjs installs this before any page script (addInitScript) and reloads the page per engine.
+export function trackGpuBuffers() {
+  if (!self.GPUDevice || self.__gpuBytes) return;
+  const track = (self.__gpuBytes = { live: 0, peak: 0, created: 0 });
+  const sizes = new WeakMap();
+  const create = GPUDevice.prototype.createBuffer;
+  GPUDevice.prototype.createBuffer = function (desc) {
+    const buffer = create.call(this, desc);
+    sizes.set(buffer, desc.size);
+    track.live += desc.size;
+    track.created += desc.size;
+    track.peak = Math.max(track.peak, track.live);
+    return buffer;
+  };
+  const destroy = GPUBuffer.prototype.destroy;
+  GPUBuffer.prototype.destroy = function () {
+    track.live -= sizes.get(this) ?? 0;
+    sizes.delete(this);
+    return destroy.call(this);
+  };
+}
+
+/**
+ * Peak bytes of Wisp's wasm heap (a WebAssembly.Memory only grows, so its size now is its peak; run.mjs
+ * reloads the page per engine) and of the GPU buffers created since the page loaded.
+ */
+export async function memory(wispEngine) {
+  const heap = wispEngine ? (await (await import("/pkg/index.js")).init()).memory.buffer.byteLength : null;
+  const gpu = self.__gpuBytes;
+  return { wasmHeapBytes: heap, gpuBufferPeakBytes: gpu?.peak ?? null, gpuBufferCreatedBytes: gpu?.created ?? null };
+}
+
 export async function environment() {
   const adapter = await navigator.gpu?.requestAdapter();
   const info = adapter?.info ?? {};
@@ -67,20 +100,55 @@ export async function wispLoad(source, options) {
   const { Model } = await import("/pkg/index.js");
   const t0 = performance.now();
   wisp = await Model.load(source, { cache: false, ...options });
-  return { loadMs: performance.now() - t0, contextLength: wisp.contextLength, vocab: wisp.config.vocabSize };
+  return { loadMs: performance.now() - t0, contextLength: wisp.contextLength, vocab: wisp.config.vocabSize, backend: wisp.backend };
 }
 
 export function wispEncode(text) {
   return [...wisp.encode(text)];
 }
 
-/** Greedy generation from a cold cache: seek(0) first, or the prompt would be reused from the last run. */
-export async function wispGenerate(ids, maxTokens) {
+/**
+ * Greedy generation from a cold cache: seek(0) first, or the prompt would be reused from the last run.
+ * `draftTokens`: 0 for plain one-token-per-pass decoding, as the peers do; undefined for Wisp's default
+ * prompt-lookup speculation. `profile`: resets the model's profile first and returns it with the run.
+ */
+export async function wispGenerate(ids, maxTokens, { draftTokens, profile } = {}) {
   wisp.seek(0);
-  const r = await wisp.generate(ids, { maxTokens, temperature: 0 });
+  if (profile) wisp.resetProfile();
+  const r = await wisp.generate(ids, { maxTokens, temperature: 0, draftTokens });
   if (r.usage.cachedTokens !== 0) throw new Error(`prefix reuse: ${r.usage.cachedTokens} cached tokens`);
   const decodeMs = r.usage.totalMs - r.usage.ttftMs;
-  return { tokens: r.tokens, finishReason: r.finishReason, ttftMs: r.usage.ttftMs, decodeMs, totalMs: r.usage.totalMs };
+  return {
+    tokens: r.tokens, finishReason: r.finishReason, ttftMs: r.usage.ttftMs, decodeMs, totalMs: r.usage.totalMs,
+    passes: r.usage.passes, acceptedDraftTokens: r.usage.acceptedDraftTokens, profile: profile ? wisp.profile() : undefined,
+  };
+}
+
+/**
+ * One agent task through `createAgent` with the demo tools (www/tools.js) on the loaded model: the
+ * question to the final answer, tool calls included. Also whether the chat template renders tools at all.
+ */
+export async function wispAgentTask(question, maxSteps, maxTokens) {
+  const { createAgent } = await import("/pkg/index.js");
+  const { demoTools } = await import("/www/tools.js");
+  const messages = [{ role: "user", content: question }];
+  const templateShowsTools = wisp.renderChat(messages, { tools: demoTools.map(([spec]) => spec) }) !== wisp.renderChat(messages);
+  wisp.seek(0);
+  const agent = await createAgent({ model: wisp, system: "You are a helpful assistant.", maxSteps, temperature: 0 });
+  for (const [spec, fn] of demoTools) agent.tool(spec, fn);
+  const events = [];
+  const t0 = performance.now();
+  const result = await agent.run(question, { maxTokens, onEvent: (e) => e.type.startsWith("tool") && events.push(e) });
+  const ms = performance.now() - t0;
+  return {
+    question, ms, templateShowsTools, steps: result.steps, finishReason: result.finishReason, text: result.text.slice(0, 300),
+    // Each call with its outcome; an invalid call (bad JSON, unknown tool, schema) has only an error event.
+    toolCalls: events.filter((e) => e.type === "tool_call" || e.invalid).map((c) => {
+      const done = c.invalid ? c : events.find((e) => e.id === c.id && e.type !== "tool_call");
+      return { name: c.name, arguments: c.arguments, ok: done?.type === "tool_result", result: done?.result ?? done?.error };
+    }),
+    usage: result.usage,
+  };
 }
 
 export function wispClose() {

@@ -19,64 +19,128 @@ function runCell(run, key, d) {
   return cell(run[key], d) + (run.warmup === false && run[key] ? " cold" : "");
 }
 
+const MB = (b) => (b == null ? "–" : (b / 2 ** 20).toFixed(1));
+const decodeOf = (e) => Object.values(e.runs ?? {}).find((x) => x?.decodeTokPerSec);
+const ttftAt = (e, p) => e?.runs?.[p]?.ttftMs;
+
+// What an engine's plan override cut, in words (run.mjs PLANS overrides).
+function cuts(c) {
+  if (!c) return "";
+  const out = [];
+  if (c.options?.contextLen) out.push(`context ${c.options.contextLen}`);
+  if (c.prompts) out.push(`prompts ${c.prompts.join("/")}`);
+  if (c.firstPromptOnly) out.push("decode prompt only");
+  if (c.loadReps) out.push(`${c.loadReps} load${c.loadReps > 1 ? "s" : ""}`);
+  if (c.decode) out.push(`${c.decode} new tokens`);
+  if (c.reps) out.push(`${c.reps} timed run${c.reps > 1 ? "s" : ""}`);
+  if (c.warmup === false) out.push("no warm-up");
+  if (c.agent === false) out.push("no agent task");
+  return out.join(", ");
+}
+
+function label(engine, e) {
+  if (engine === "ort-wasm" && e.info?.numThreads != null) return `ort-wasm, ${e.info.numThreads} thread${e.info.numThreads === 1 ? "" : "s"}`;
+  if (engine === "native-webgpu") return `native wonnx (${e.info?.adapter || "Vulkan"})`;
+  if (engine === "native-cpu") return "native CPU kernels, 1 thread";
+  if (engine === "wisp-cpu-lookup") return "wisp-cpu + prompt-lookup drafts (Wisp's default)";
+  return engine;
+}
+
+function ratio(m, a, b, prompts) {
+  const ea = m.engines[a], eb = m.engines[b];
+  if (!ea || !eb || ea.error || eb.error) return null;
+  const parts = [];
+  const da = decodeOf(ea), db = decodeOf(eb);
+  if (da && db) parts.push(`decode ${f(mid(da.decodeTokPerSec) / mid(db.decodeTokPerSec), 3)}×`);
+  const p0 = prompts.find((p) => ttftAt(ea, p) && ttftAt(eb, p));
+  if (p0) parts.push(`TTFT(${p0}) ${f(mid(ttftAt(ea, p0)) / mid(ttftAt(eb, p0)), 3)}× as long`);
+  const pl = [...prompts].reverse().find((p) => p !== p0 && ttftAt(ea, p) && ttftAt(eb, p));
+  if (pl) parts.push(`TTFT(${pl}) ${f(mid(ttftAt(ea, pl)) / mid(ttftAt(eb, pl)), 3)}×`);
+  if (ea.load && eb.load) parts.push(`load ${f(mid(ea.load) / mid(eb.load), 2)}×`);
+  return parts.length ? `- ${a} / ${b}: ${parts.join(", ")}` : null;
+}
+
 export function table(r, jsonName) {
   const out = [];
+  const pk = r.package;
   out.push(`# Wisp vs onnxruntime-web, ${r.started.slice(0, 16).replace("T", " ")} UTC`, "");
   out.push(`${r.browser.version}${r.browser.headed ? " (headed)" : " (headless)"}; adapter: ${[r.environment.adapter?.vendor, r.environment.adapter?.architecture, r.environment.adapter?.description].filter(Boolean).join(" / ") || "none"}; ` +
-    `${r.machine.cpus} CPUs (${r.machine.cpuModel}), load average ${r.machine.loadavgStart.map((x) => x.toFixed(1)).join(" ")} at start, ${r.machine.loadavgEnd.map((x) => x.toFixed(1)).join(" ")} at end. ` +
-    `Package: wisp_core_bg.wasm ${r.package.wasmBytes.toLocaleString("en")} bytes, ${r.package.wasmGzipBytes.toLocaleString("en")} gzipped. Raw data: \`${jsonName}\`.`, "");
-  out.push("Median [min–max] over the timed repetitions, after one warm-up run except where marked cold (no warm-up: for ort-webgpu that includes shader compilation). TTFT and prefill at the first prompt length come from the same runs as decode.", "");
-  for (const [name, m] of Object.entries(r.models)) {
-    const prompts = [...new Set(Object.values(m.engines).flatMap((e) => Object.keys(e.runs)))].map(Number).sort((a, b) => a - b);
+    `${r.machine.cpus} CPUs (${r.machine.cpuModel})${r.machine.shared ? ", shared with other jobs" : ""}, load average ${r.machine.loadavgStart.map((x) => x.toFixed(1)).join(" ")} at start, ${r.machine.loadavgEnd.map((x) => x.toFixed(1)).join(" ")} at end` +
+    `${r.wallSeconds ? `; the whole run took ${(r.wallSeconds / 60).toFixed(1)} min` : ""}. Page not cross-origin isolated (${r.environment.crossOriginIsolated ? "it was!" : "no SharedArrayBuffer"}), so ort-wasm runs one thread, as Wisp's CPU backend does. Raw data: \`${jsonName}\`.`, "");
+  out.push(`Package: wisp_core_bg.wasm ${pk.wasmBytes.toLocaleString("en")} bytes, ${pk.wasmGzipBytes.toLocaleString("en")} gzipped` +
+    (pk.pkgBytes ? `; all ${pk.pkgFiles} files of pkg/ ${pk.pkgBytes.toLocaleString("en")} bytes, ${pk.pkgGzipBytes.toLocaleString("en")} gzipped (each file gzip -9).` : "."), "");
+  out.push("Median [min–max] over the timed repetitions, after one warm-up run except where marked cold (no warm-up: for the WebGPU engines that includes shader compilation). TTFT and prefill at the first prompt length come from the same runs as decode. Greedy: every engine's first run must give wisp-cpu's tokens, or its cell is not timed (MISMATCH). Memory: the wasm heap is Wisp's `WebAssembly.Memory` after the engine's runs (it only grows, so this is its peak; one page per engine); GPU is the peak of live bytes in buffers the page created. Native rows: tools/native_bench.rs, one run after a warm-up (cold where marked), same prompt ids.", "");
+  for (const [, m] of Object.entries(r.models)) {
+    const prompts = [...new Set(Object.values(m.engines).flatMap((e) => Object.keys(e.runs ?? {})))].map(Number).sort((a, b) => a - b);
     out.push(`## ${m.label}`, "");
-    out.push(`| engine | load ms | ${prompts.map((p) => `TTFT ms (${p})`).join(" | ")} | ${prompts.map((p) => `prefill tok/s (${p})`).join(" | ")} | decode tok/s | greedy = Wisp |`);
-    out.push(`|---|---|${prompts.map(() => "---|").join("")}${prompts.map(() => "---|").join("")}---|---|`);
+    out.push(`| engine | load ms | ${prompts.map((p) => `TTFT ms (${p})`).join(" | ")} | ${prompts.map((p) => `prefill tok/s (${p})`).join(" | ")} | decode tok/s | agent task ms | wasm heap MiB | GPU buffers MiB | greedy = wisp-cpu | cuts |`);
+    out.push(`|---|---|${prompts.map(() => "---|").join("")}${prompts.map(() => "---|").join("")}---|---|---|---|---|---|`);
     for (const [engine, e] of Object.entries(m.engines)) {
-      const decodeRun = Object.values(e.runs).find((x) => x?.decodeTokPerSec);
+      const decodeRun = decodeOf(e);
       const checks = Object.entries(e.check ?? {});
-      const check = engine === "wisp" ? "(reference)" : checks.length ? checks.map(([p, c]) => `${c.identical ? "yes" : "**NO**"} (${p}: ${c.compared} tok)`).join(", ") : "–";
-      const label = engine + (engine === "ort-wasm" && e.info?.numThreads != null ? `, ${e.info.numThreads} thread${e.info.numThreads === 1 ? "" : "s"}` : "");
+      const check = engine === "wisp-cpu" ? "(reference)" : checks.length ? checks.map(([p, c]) => `${c.identical ? "yes" : "**NO**"} (${p}: ${c.compared} tok)`).join(", ") : "–";
       if (e.error) {
-        out.push(`| ${label} | failed: ${e.error.slice(0, 120).replace(/\|/g, "/").replace(/\n/g, " ")} |${prompts.map(() => " |").join("")}${prompts.map(() => " |").join("")} | |`);
+        out.push(`| ${label(engine, e)} | failed: ${e.error.slice(0, 160).replace(/\|/g, "/").replace(/\n/g, " ")} |${prompts.map(() => " |").join("")}${prompts.map(() => " |").join("")} | | | | | |`);
         continue;
       }
-      out.push(`| ${label} | ${cell(e.load, 0)} | ${prompts.map((p) => runCell(e.runs[p], "ttftMs", 0)).join(" | ")} | ${prompts.map((p) => runCell(e.runs[p], "prefillTokPerSec", 1)).join(" | ")} | ` +
-        `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok)` : "–"} | ${check} |`);
+      const agent = e.agent ? `${f(e.agent.ms, 0)} (${e.agent.steps} step${e.agent.steps > 1 ? "s" : ""}${e.agent.toolCalls.length ? `, ${e.agent.toolCalls.map((c) => `${c.name ?? "?"} ${c.ok ? "ok" : "error"}`).join(", ")}` : ", no tool call"})` : "–";
+      out.push(`| ${label(engine, e)} | ${cell(e.load, 0)} | ${prompts.map((p) => runCell(e.runs[p], "ttftMs", 0)).join(" | ")} | ${prompts.map((p) => runCell(e.runs[p], "prefillTokPerSec", 1)).join(" | ")} | ` +
+        `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok${decodeRun.acceptedDraftTokens ? `; ${decodeRun.passes} passes, ${decodeRun.acceptedDraftTokens} drafts kept` : ""})` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
     }
     out.push("");
-    const w = m.engines.wisp;
-    const ratios = [];
-    for (const peer of ["ort-webgpu", "ort-wasm"]) {
-      const e = m.engines[peer];
-      if (!w || !e || w.error || e.error) continue;
-      const wd = Object.values(w.runs).find((x) => x?.decodeTokPerSec), pd = Object.values(e.runs).find((x) => x?.decodeTokPerSec);
-      const p0 = prompts.find((p) => w.runs[p]?.ttftMs && e.runs[p]?.ttftMs);
-      const parts = [];
-      if (wd && pd) parts.push(`decode ${f(mid(wd.decodeTokPerSec) / mid(pd.decodeTokPerSec), 3)}×`);
-      if (p0) parts.push(`TTFT(${p0}) ${f(mid(w.runs[p0].ttftMs) / mid(e.runs[p0].ttftMs), 2)}× as long`);
-      if (w.load && e.load) parts.push(`load ${f(mid(w.load) / mid(e.load), 2)}× as long`);
-      if (parts.length) ratios.push(`- Wisp / ${peer}: ${parts.join(", ")}`);
+    const ratios = [["wisp-cpu", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu-lookup", "wisp-cpu"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
+      .map(([a, b]) => ratio(m, a, b, prompts)).filter(Boolean);
+    if (ratios.length) out.push("Ratios (medians of this run; decode > 1 means the first is faster, TTFT > 1 that it is slower):", "", ...ratios, "");
+    const agents = Object.entries(m.engines).filter(([, e]) => e.agent);
+    if (agents.length) {
+      const a = agents[0][1].agent;
+      out.push(`Agent task: "${a.question}" through \`createAgent\` with the demo tools of www/tools.js, greedy, to the final answer; ` +
+        `the chat template ${a.templateShowsTools ? "renders the tools" : "**ignores the tools** (it has no tools section), so the model never sees them"}. ` +
+        agents.map(([engine, e]) => `${engine}: ${e.agent.steps} step(s), calls ${e.agent.toolCalls.map((c) => `${c.name}(${JSON.stringify(c.arguments ?? null)}) → ${c.ok ? "ok" : `error: ${c.result}`}`).join("; ") || "none"}, ${e.agent.usage.promptTokens} prompt + ${e.agent.usage.completionTokens} completion tokens, finish ${e.agent.finishReason}, answer ${JSON.stringify(e.agent.text.slice(0, 80))}`).join("; ") + ".", "");
     }
-    if (ratios.length) out.push("Ratios (Wisp over peer, medians of this run; decode > 1 means Wisp is faster):", "", ...ratios, "");
     const bw = r.bandwidth;
-    const lim = (bps) => f(bps / m.weightBytesF32, 1);
-    out.push(`Bandwidth limit: ${f(m.weightBytesF32 / 1e6, 1)} MB of f32 weights read per decode token; page memcpy ${f(bw.cpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(bw.cpuBytesPerSec.median)} tok/s` +
-      (bw.gpuBytesPerSec ? `; WebGPU copyBufferToBuffer ${f(bw.gpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(bw.gpuBytesPerSec.median)} tok/s` : "") + ". (memcpy counts bytes copied, each read once and written once; decode only reads weights, so a read-only stream can beat this figure by up to ~2×.)", "");
+    const lim = (bytes, bps) => f(bps / bytes, 1);
+    const parts = [`f32 weights ${f(m.weightBytesF32 / 1e6, 1)} MB per token (ort-wasm, ort-webgpu, wisp-webgpu): page memcpy ${f(bw.cpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(m.weightBytesF32, bw.cpuBytesPerSec.median)} tok/s` +
+      (bw.gpuBytesPerSec ? `; WebGPU copyBufferToBuffer ${f(bw.gpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(m.weightBytesF32, bw.gpuBytesPerSec.median)} tok/s` : "")];
+    if (m.weightBytesPerPassCpu) {
+      parts.push(`wisp-cpu reads ${f(m.weightBytesPerPassCpu / 1e6, 1)} MB per token in the format it keeps → ≤ ${lim(m.weightBytesPerPassCpu, bw.cpuBytesPerSec.median)} tok/s at page memcpy speed` +
+        (m.nativeMemcpyBytesPerSec ? ` (native memcpy ${f(m.nativeMemcpyBytesPerSec / GB, 2)} GB/s → ≤ ${lim(m.weightBytesPerPassCpu, m.nativeMemcpyBytesPerSec)} tok/s)` : ""));
+    }
+    out.push(`Bandwidth limit: ${parts.join(". ")}. (memcpy counts bytes copied, each read once and written once; decode only reads weights, so a read-only stream can beat this figure by up to ~2×${m.weightBytesF32 < 64e6 ? "; and weights this small stay in the CPU's caches between tokens, which a 128 MiB copy does not measure" : ""}.)`, "");
+    out.push(...profileTable(m));
   }
   return out.join("\n") + "\n";
 }
 
-const COLORS = { wisp: "#d9480f", "ort-webgpu": "#1971c2", "ort-wasm": "#2f9e44" };
+/** Wisp's own per-stage profile (`model.profile()`) of one run at the decode prompt, per generated token. */
+function profileTable(m) {
+  const rows = Object.entries(m.engines).filter(([, e]) => e.profile?.stages);
+  if (!rows.length) return [];
+  const out = ["Where Wisp's time goes (`model.profile()` over one run at the decode prompt: its prefill and every decoded token; ms per generated token by stage, largest first):", ""];
+  out.push("| engine | run | ms per token, all stages | 1st | 2nd | 3rd | the rest |", "|---|---|---|---|---|---|---|");
+  for (const [engine, e] of rows) {
+    const pr = e.profile;
+    const stages = Object.entries(pr.stages).sort((a, b) => b[1].ms - a[1].ms);
+    const total = stages.reduce((a, [, st]) => a + st.ms, 0);
+    const per = (ms) => f(ms / pr.newTokens, 2);
+    const top = (i) => (stages[i] ? `${stages[i][0]} ${per(stages[i][1].ms)} (${f((100 * stages[i][1].ms) / total, 0)}%)` : "–");
+    out.push(`| ${label(engine, e)} | ${pr.promptTokens}-token prompt + ${pr.newTokens} tokens${pr.cold ? ", cold" : ""}; ${pr.tokensRun} tokens run | ${per(total)} | ${top(0)} | ${top(1)} | ${top(2)} | ${stages.slice(3).map(([k, st]) => `${k} ${per(st.ms)}`).join(", ") || "–"} |`);
+  }
+  out.push("");
+  return out;
+}
+
+const COLORS = { "wisp-cpu": "#e8590c", "wisp-cpu-lookup": "#f59f00", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-webgpu": "#1971c2", "native-cpu": "#868e96", "native-webgpu": "#495057" };
 
 /** Two log-scale bar panels: decode tok/s and TTFT at the first prompt length, per model and engine. */
 export function chart(r) {
   const panels = [
-    ["decode tokens/s (higher is better)", (e) => mid(Object.values(e.runs).find((x) => x?.decodeTokPerSec)?.decodeTokPerSec)],
-    ["TTFT ms, first prompt length (lower is better)", (e) => mid(Object.values(e.runs).find((x) => x?.ttftMs)?.ttftMs)],
+    ["decode tokens/s (higher is better)", (e) => mid(Object.values(e.runs ?? {}).find((x) => x?.decodeTokPerSec)?.decodeTokPerSec)],
+    ["TTFT ms, first prompt length (lower is better)", (e) => mid(Object.values(e.runs ?? {}).find((x) => x?.ttftMs)?.ttftMs)],
   ];
   const models = Object.entries(r.models);
   const engines = Object.keys(COLORS);
-  const bar = 26, gap = 14, left = 170, width = 420, top = 40; // the right margin holds the value labels
+  const bar = 22, gap = 14, left = 170, width = 420, top = 40; // the right margin holds the value labels
   const rows = models.length * (engines.length * bar + gap);
   const panelH = rows + 50;
   const svg = [];
@@ -101,7 +165,7 @@ export function chart(r) {
         svg.push(`<text x="${left - 6}" y="${y + bar / 2 + 4}" text-anchor="end">${e}</text>`);
         if (v > 0) {
           svg.push(`<rect x="${left}" y="${y + 3}" width="${Math.max(1, x(v) - left)}" height="${bar - 6}" fill="${COLORS[e]}"/>`);
-          const cold = Object.values(m.engines[e].runs).find((x) => x?.ttftMs)?.warmup === false ? " (cold, n=1)" : "";
+          const cold = Object.values(m.engines[e].runs ?? {}).find((x) => x?.ttftMs)?.warmup === false ? " (cold, n=1)" : "";
           svg.push(`<text x="${x(v) + 4}" y="${y + bar / 2 + 4}">${v >= 100 ? v.toFixed(0) : v.toPrecision(3)}${cold}</text>`);
         } else svg.push(`<text x="${left + 4}" y="${y + bar / 2 + 4}" fill="#999">n/a</text>`);
         y += bar;

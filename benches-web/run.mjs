@@ -1,8 +1,8 @@
 // Wisp against onnxruntime-web on the same weights, in the same Chromium, in one run (see README.md).
-//   node benches-web/run.mjs [--headed] [--models tiny,smollm2] [--quick]
+//   node benches-web/run.mjs [--headed] [--models wisp-mini,smollm2,tiny] [--engines wisp-cpu,ort-wasm] [--quick]
 // Writes benches-web/results/<timestamp>.json, latest.md and latest.svg.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
@@ -24,33 +24,68 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const FLAGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
   "--no-first-run", "--enable-unsafe-webgpu"];
 
-// What each model gets. Wisp on SwiftShader runs a whole chunkLen-token graph per call (~7 s for SmolLM2
-// here), so SmolLM2's Wisp row is one short run, timed per token; the peers and the tiny model get more.
+// What each model gets. The CPU engines (wisp-cpu, ort-wasm) get the full plan; the WebGPU engines on
+// SwiftShader cost seconds per token on SmolLM2, so `overrides` cuts them (marked in the table).
 const PLANS = {
+  "wisp-mini": {
+    label: "wisp-mini (bundled, 3.7M-param Llama, F16 safetensors)",
+    // The bundle's stop tokens end a raw-text continuation after a few tokens, so the timed runs load the
+    // same files without them (`timing`); load time and the agent task use the bundle.
+    wisp: {
+      source: { bundle: "/models/wisp-mini/manifest.json" }, options: { contextLen: 1024 },
+      timing: { weights: "/models/wisp-mini/model.safetensors", tokenizer: "/models/wisp-mini/tokenizer.json",
+        config: readFileSync(join(ROOT, "models/wisp-mini/config.json"), "utf8") },
+    },
+    native: { weights: "models/wisp-mini/model.safetensors", config: "models/wisp-mini/config.json", contextLen: 1024 },
+    onnx: "wisp-mini",
+    // Its context is 1024: the longest prompt that leaves room for 128 decoded tokens is 896.
+    prompts: [32, 256, 896], decode: 128, reps: quick ? 2 : 5, loadReps: quick ? 1 : 3,
+    agent: { question: "What's the weather in Paris?", maxSteps: 3, maxTokens: 96 },
+    overrides: {
+      // ~0.8 s per decoded token and ~0.2 s per prefilled one on SwiftShader here; its agent task ~2 min.
+      "wisp-webgpu": { prompts: [32, 256], decode: 32, reps: 1, loadReps: 1 },
+      "ort-webgpu": { prompts: [32, 256], decode: 32, reps: 1, loadReps: 1 },
+    },
+    nativeOverrides: { webgpu: { prompts: [32], decode: 32 } },
+  },
+  smollm2: {
+    label: "SmolLM2-135M-Instruct (Q4_1 GGUF: Q4_1 on wisp-cpu, f32 elsewhere)",
+    wisp: { source: "/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", options: { contextLen: 2048 } },
+    native: { weights: "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", contextLen: 2048 },
+    onnx: "smollm2",
+    // The 1024-token prefill costs ~70 s on wisp-cpu and ~25 s on ort-wasm here: 2 timed runs, not more.
+    // From the text's second token on: from the first, greedy ends its turn after 67 tokens.
+    promptOffset: 1,
+    prompts: [32, 256, 1024], decode: quick ? 16 : 128, reps: quick ? 1 : 2, loadReps: quick ? 1 : 2,
+    agent: { question: "What's the weather in Paris?", maxSteps: 2, maxTokens: 64 },
+    overrides: {
+      // Cut: one load, a 512-token graph (its cost grows with the cache), one 32-token prompt, 4 new
+      // tokens, no warm-up: ~20 s per 4-token chunk here, ~7 s per decoded token. No agent task.
+      "wisp-webgpu": { options: { contextLen: 512 }, prompts: [32], decode: 4, reps: 1, loadReps: 1, warmup: false, agent: false },
+      // onnxruntime's WebGPU EP on SwiftShader compiles shaders for every new cache length (~80 s to the
+      // first token, ~45 s per token cold), and its renderer crashed on a second run here: one cold run.
+      "ort-webgpu": { prompts: [32], decode: 3, reps: 1, loadReps: 1, warmup: false },
+    },
+    nativeOverrides: { webgpu: { prompts: [32], decode: 3, contextLen: 512, warmup: false }, cpu: { prompts: [32, 256] } },
+  },
   tiny: {
-    label: "tiny llama (fixture, 2 layers, d=64)",
+    label: "tiny llama (fixture, 2 layers, d=64, random weights)",
     wisp: { source: { bundle: "/tests/fixtures/decoders/llama-bytes.manifest.json" }, options: { contextLen: 512 } },
     onnx: "llama",
     prompts: [32, 256], decode: 128, reps: quick ? 2 : 5, loadReps: quick ? 1 : 3,
-    overrides: {}, // every engine gets the same plan
-  },
-  smollm2: {
-    label: "SmolLM2-135M-Instruct (Q4_1 GGUF, run as f32)",
-    wisp: { source: "/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", options: { contextLen: 512 } },
-    onnx: "smollm2",
-    prompts: [32, 256], decode: quick ? 8 : 32, reps: quick ? 1 : 2, loadReps: 1,
-    overrides: {
-      // Cut: one load, one 32-token prompt, 6 new tokens, no warm-up (~2 s/token prefill, ~7 s/token decode).
-      wisp: { prompts: [32], decode: 6, reps: 1, warmup: false },
-      // onnxruntime's WebGPU EP on SwiftShader compiles shaders for every new cache length (~80 s to the
-      // first token, ~45 s per token cold), and its renderer crashed on a second run here: one cold run.
-      "ort-webgpu": { prompts: [32], decode: 4, reps: 1, warmup: false },
-    },
+    overrides: {},
   },
 };
-const models = opt("--models", "tiny,smollm2").split(",");
-// ort-webgpu last: on SwiftShader it is the one that can crash the page.
-const ENGINES = ["wisp", "ort-wasm", "ort-webgpu"];
+const models = opt("--models", "wisp-mini,smollm2").split(",");
+// wisp-cpu first: its greedy tokens are the reference. ort-webgpu last: on SwiftShader it can crash the page.
+const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,ort-webgpu").split(",");
+// Wisp engines: backend and speculation. The main rows decode one token per pass (draftTokens 0), as the
+// peers do; wisp-cpu-lookup is Wisp's default (prompt-lookup drafts, same tokens), on the decode prompt only.
+const WISP = {
+  "wisp-cpu": { backend: "cpu", draftTokens: 0 },
+  "wisp-webgpu": { backend: "webgpu", draftTokens: 0 },
+  "wisp-cpu-lookup": { backend: "cpu", plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
+};
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
@@ -59,8 +94,6 @@ const median = (xs) => {
 const stats = (xs) => (xs.length ? { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, all: xs } : null);
 const log = (...m) => console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 
-// Same prompt for every engine: token ids. The tiny model's vocabulary is bytes, so a fixed pseudo-random
-// byte sequence; SmolLM2 gets English text through Wisp's tokenizer, cut to length.
 function tinyPrompt(n) {
   let s = 12345;
   return Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) >>> 0) >>> 16) & 255);
@@ -77,28 +110,76 @@ function ensureExports(names) {
   }
 }
 
+// The native floor (tools/native_bench.rs, built by `npm run bench`): the same decoders without a
+// browser, on the same prompt ids; wonnx on lavapipe here.
+function runNative(plan, backend, prompts, reference) {
+  const bin = join(ROOT, "target/release/examples/native_bench");
+  if (!existsSync(bin)) return { error: "target/release/examples/native_bench is not built (cargo build --release --example native_bench)" };
+  const p = { prompts: plan.prompts, decode: plan.decode, reps: 1, warmup: true, contextLen: plan.native.contextLen, ...plan.nativeOverrides?.[backend] };
+  const spec = { weights: plan.native.weights, config: plan.native.config, backend, chunkLen: 4, contextLen: p.contextLen,
+    decode: p.decode, reps: p.reps, warmup: p.warmup, prompts: p.prompts.map((n) => prompts[n]) };
+  const file = join(os.tmpdir(), `wisp-native-${process.pid}.json`);
+  writeFileSync(file, JSON.stringify(spec));
+  try {
+    const out = JSON.parse(execFileSync(bin, [file], { maxBuffer: 64 << 20, env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? os.tmpdir() } }).toString().trim().split("\n").at(-1));
+    const runs = {};
+    const check = {};
+    out.runs.forEach((run, i) => {
+      const n = p.prompts[i];
+      const decode = i === 0 && spec.decode > 1;
+      runs[n] = {
+        promptTokens: n, newTokens: run.tokens.length, warmup: spec.warmup,
+        ttftMs: stats(run.samples.map((x) => x.ttftMs)),
+        prefillTokPerSec: stats(run.samples.map((x) => (n * 1000) / x.ttftMs)),
+        decodeTokPerSec: decode ? stats(run.samples.map((x) => ((run.tokens.length - 1) * 1000) / x.decodeMs)) : null,
+      };
+      if (reference[n]) check[n] = compare(reference[n], run.tokens);
+    });
+    return { load: stats([out.loadMs]), runs, check, info: { adapter: out.adapter, weightBytesPerPass: out.weightBytesPerPass, memcpyBytesPerSec: out.memcpyBytesPerSec } };
+  } catch (err) {
+    return { error: String(err?.stderr ?? err?.message ?? err).slice(-2000) };
+  }
+}
+
+function compare(wisp, peer) {
+  const k = Math.min(wisp.length, peer.length);
+  const at = peer.slice(0, k).findIndex((t, j) => t !== wisp[j]);
+  return { compared: k, identical: at < 0, firstDifference: at < 0 ? null : at, wisp: wisp.slice(0, k), peer: peer.slice(0, k) };
+}
+
 async function main() {
+  const t0 = performance.now();
   const plans = models.map((m) => ({ name: m, ...PLANS[m] }));
   ensureExports(plans.map((p) => p.onnx));
   const wasm = readFileSync(join(ROOT, "pkg/wisp_core_bg.wasm"));
   const server = await serve(0);
   const profile = await mkdtemp(join(os.tmpdir(), "wisp-bench-"));
   const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: !headed, args: FLAGS });
-  const page = context.pages()[0] ?? (await context.newPage());
+  // Counts GPU buffer bytes from the first script of every page on (page.mjs trackGpuBuffers).
+  await context.addInitScript({ content: `(${(await import("./page.mjs")).trackGpuBuffers.toString()})()` });
   const consoleErrors = [];
-  page.on("pageerror", (e) => consoleErrors.push(e.message));
-  page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
-  await page.goto(`${server.url}/tests/browser/blank.html`);
+  let page = null;
+  // A fresh page per engine: the wasm heap and GPU buffer counts are then that engine's alone, and a
+  // crashed renderer takes no other engine with it.
+  const freshPage = async () => {
+    await page?.close().catch(() => {});
+    page = await context.newPage();
+    page.on("pageerror", (e) => consoleErrors.push(e.message));
+    page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+    await page.goto(`${server.url}/tests/browser/blank.html`);
+  };
+  await freshPage();
+  for (const p of context.pages()) if (p !== page) await p.close();
   const call = (fn, ...a) => page.evaluate(async ([fn, a]) => (await import("/benches-web/page.mjs"))[fn](...a), [fn, a]);
 
   const started = new Date();
   const result = {
     started: started.toISOString(),
     command: `node benches-web/run.mjs ${args.join(" ")}`.trim(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, loadavgStart: os.loadavg() },
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, loadavgStart: os.loadavg(), shared: true },
     browser: { executable: CHROMIUM, version: execFileSync(CHROMIUM, ["--version"]).toString().trim(), headed, flags: FLAGS },
     environment: await call("environment"),
-    package: { wasmBytes: wasm.length, wasmGzipBytes: gzipSync(wasm, { level: 9 }).length },
+    package: packageSize(wasm),
     bandwidth: null,
     models: {},
   };
@@ -111,15 +192,19 @@ async function main() {
     const meta = JSON.parse(readFileSync(join(MODELS_DIR, `${plan.onnx}.kv.json`), "utf8"));
     const onnxUrl = `/benches-web/.models/${plan.onnx}.kv.onnx`;
     const r = (result.models[plan.name] = { label: plan.label, weightBytesF32: meta.weightBytes, onnxBytes: statSync(join(MODELS_DIR, `${plan.onnx}.kv.onnx`)).size, engines: {} });
-    let prompts = {};
-    let reference = {}; // Wisp's greedy tokens per prompt length: what the peers must reproduce
+    const prompts = {};
+    const reference = {}; // wisp-cpu's greedy tokens per prompt length: what every other engine must reproduce
     for (const engine of ENGINES) {
-      const p = { warmup: true, ...plan, ...plan.overrides[engine] };
-      const e = (r.engines[engine] = { load: [], runs: {}, check: {} });
-      const load = engine === "wisp"
-        ? () => call("wispLoad", plan.wisp.source, plan.wisp.options)
+      const w = WISP[engine];
+      const isWisp = Boolean(w);
+      const p = { warmup: true, agent: plan.agent, ...plan, ...w?.plan, ...plan.overrides[engine] };
+      if (p.firstPromptOnly) p.prompts = p.prompts.slice(0, 1);
+      const e = (r.engines[engine] = { load: [], runs: {}, check: {}, cuts: { ...w?.plan, ...plan.overrides[engine] } });
+      await freshPage();
+      const load = isWisp
+        ? (source = plan.wisp.source) => call("wispLoad", source, { ...plan.wisp.options, ...p.options, backend: w.backend })
         : () => call("ortLoad", onnxUrl, meta, engine === "ort-webgpu" ? "webgpu" : "wasm");
-      const generate = engine === "wisp" ? (ids, n) => call("wispGenerate", ids, n) : (ids, n) => call("ortGenerate", ids, n);
+      const generate = isWisp ? (ids, n, profile) => call("wispGenerate", ids, n, { draftTokens: w.draftTokens, profile }) : (ids, n) => call("ortGenerate", ids, n);
       try {
         for (let i = 0; i < p.loadReps; i++) {
           const l = await load();
@@ -127,26 +212,35 @@ async function main() {
           e.info = { ...l, loadMs: undefined };
           log(`${plan.name} ${engine}: load ${l.loadMs.toFixed(0)} ms`);
         }
-        if (engine === "wisp") {
-          for (const n of plan.prompts) prompts[n] = plan.name === "tiny" ? tinyPrompt(n) : (await call("wispEncode", TEXT)).slice(0, n);
+        if (isWisp && plan.wisp.timing) await load(plan.wisp.timing);
+        if (!Object.keys(prompts).length) {
+          // Token ids, the same for every engine: the tiny model's vocabulary is bytes, so fixed pseudo-random
+          // bytes; the others get English text through Wisp's tokenizer, cut to length.
+          const text = plan.name === "tiny" ? null : await call("wispEncode", TEXT);
+          const from = plan.promptOffset ?? 0;
+          for (const n of plan.prompts) prompts[n] = text ? text.slice(from, from + n) : tinyPrompt(n);
+          r.promptIds = prompts;
         }
         for (const n of p.prompts) {
           // The first prompt length also measures decode; longer ones only their prefill (one new token).
-          const maxTokens = n === p.prompts[0] ? p.decode : 1;
-          const first = await generate(prompts[n], maxTokens); // warm-up, and the greedy check
-          if (engine === "wisp") reference[n] = first.tokens;
+          // Peers generate as many tokens as the reference did (Wisp stops at an end-of-turn token).
+          const maxTokens = n !== p.prompts[0] ? 1 : reference[n] ? Math.min(p.decode, reference[n].length) : p.decode;
+          // Wisp's profile comes from the last run at the decode prompt (cold where that is the only one).
+          const profileAt = isWisp && n === p.prompts[0] ? p.reps - (p.warmup ? 0 : 1) : -1;
+          const first = await generate(prompts[n], maxTokens, profileAt === 0); // warm-up, and the greedy check
+          if (engine === ENGINES[0]) reference[n] = first.tokens;
           else if (reference[n]) {
-            const k = Math.min(reference[n].length, first.tokens.length);
-            const at = first.tokens.slice(0, k).findIndex((t, j) => t !== reference[n][j]);
-            e.check[n] = { compared: k, identical: at < 0, firstDifference: at < 0 ? null : at, wisp: reference[n].slice(0, k), peer: first.tokens.slice(0, k) };
-            if (at >= 0) {
-              console.error(`\n!!! GREEDY MISMATCH ${plan.name} ${engine} prompt ${n}: token ${at} is ${first.tokens[at]}, Wisp has ${reference[n][at]} — not timed\n`);
+            e.check[n] = compare(reference[n], first.tokens);
+            if (!e.check[n].identical) {
+              console.error(`\n!!! GREEDY MISMATCH ${plan.name} ${engine} prompt ${n}: token ${e.check[n].firstDifference} differs from wisp-cpu's — not timed\n`);
               e.runs[n] = { mismatch: true };
               continue;
             }
           }
           const samples = p.warmup ? [] : [first];
-          while (samples.length < p.reps) samples.push(await generate(prompts[n], maxTokens));
+          while (samples.length < p.reps) samples.push(await generate(prompts[n], maxTokens, samples.length + (p.warmup ? 1 : 0) === profileAt));
+          const profiled = samples.at(-1).profile;
+          if (profiled) e.profile = { promptTokens: n, newTokens: samples.at(-1).tokens.length, cold: !p.warmup, ...profiled };
           e.runs[n] = {
             promptTokens: n,
             newTokens: first.tokens.length,
@@ -154,20 +248,38 @@ async function main() {
             prefillTokPerSec: stats(samples.map((s) => (n * 1000) / s.ttftMs)),
             decodeTokPerSec: maxTokens > 1 ? stats(samples.map((s) => ((s.tokens.length - 1) * 1000) / s.decodeMs)) : null,
             warmup: p.warmup,
+            passes: samples[0].passes,
+            acceptedDraftTokens: samples[0].acceptedDraftTokens,
           };
           log(`${plan.name} ${engine} p${n}: TTFT ${e.runs[n].ttftMs.median.toFixed(0)} ms` +
             (e.runs[n].decodeTokPerSec ? `, decode ${e.runs[n].decodeTokPerSec.median.toFixed(2)} tok/s over ${first.tokens.length - 1}` : ""));
         }
         for (const n of plan.prompts.filter((n) => !p.prompts.includes(n))) e.runs[n] = { skipped: "too slow on this machine (see README)" };
+        if (isWisp && p.agent) {
+          if (plan.wisp.timing) await load();
+          e.agent = await call("wispAgentTask", p.agent.question, p.agent.maxSteps, p.agent.maxTokens);
+          log(`${plan.name} ${engine} agent: ${e.agent.ms.toFixed(0)} ms, ${e.agent.steps} steps, calls ${JSON.stringify(e.agent.toolCalls.map((c) => c.name))}`);
+        }
+        e.memory = await call("memory", isWisp);
       } catch (err) {
         e.error = String(err?.message ?? err).slice(0, 2000);
         log(`${plan.name} ${engine} FAILED: ${e.error.slice(0, 300)}`);
       }
       e.load = stats(e.load);
-      await call(engine === "wisp" ? "wispClose" : "ortRelease").catch(() => {});
+      await call(isWisp ? "wispClose" : "ortRelease").catch(() => {});
+    }
+    if (plan.native) {
+      for (const backend of ["cpu", "webgpu"]) {
+        log(`${plan.name} native-${backend} …`);
+        const n = (r.engines[`native-${backend}`] = runNative(plan, backend, prompts, reference));
+        log(`${plan.name} native-${backend}: ${n.error ? `FAILED ${n.error.slice(0, 300)}` : JSON.stringify(Object.values(n.runs).map((x) => [x.promptTokens, Math.round(x.ttftMs.median), x.decodeTokPerSec?.median]))}`);
+      }
+      r.weightBytesPerPassCpu = r.engines["native-cpu"].info?.weightBytesPerPass ?? null;
+      r.nativeMemcpyBytesPerSec = r.engines["native-cpu"].info?.memcpyBytesPerSec ?? null;
     }
   }
   result.finished = new Date().toISOString();
+  result.wallSeconds = (performance.now() - t0) / 1000;
   result.machine.loadavgEnd = os.loadavg();
   result.consoleErrors = consoleErrors.slice(0, 50);
   await context.close();
@@ -181,6 +293,16 @@ async function main() {
   writeFileSync(join(HERE, "results", "latest.md"), md);
   writeFileSync(join(HERE, "results", "latest.svg"), chart(result));
   console.log("\n" + md);
+}
+
+/** The package as published: every file of pkg/, raw and gzip -9, and the wasm alone. */
+function packageSize(wasm) {
+  const files = readdirSync(join(ROOT, "pkg"), { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile()).map((d) => readFileSync(join(d.parentPath ?? d.path, d.name)));
+  return {
+    wasmBytes: wasm.length, wasmGzipBytes: gzipSync(wasm, { level: 9 }).length,
+    pkgFiles: files.length, pkgBytes: files.reduce((a, b) => a + b.length, 0), pkgGzipBytes: files.reduce((a, b) => a + gzipSync(b, { level: 9 }).length, 0),
+  };
 }
 
 await main();
