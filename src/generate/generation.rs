@@ -5,7 +5,8 @@
 use serde::Serialize;
 
 use super::{
-    Decoder, FinishReason, Sampler, SamplingParams, StopChecker, StopConditions, TextStream,
+    Decoder, FinishReason, LogitsProcessor, Sampler, SamplingParams, StopChecker, StopConditions,
+    TextStream,
 };
 use crate::error::{Result, WispError};
 use crate::text::Tokenizer;
@@ -25,12 +26,17 @@ pub struct Usage {
     /// Prompt tokens already in the cache from an earlier call (prefix reuse): not run again.
     pub cached_tokens: usize,
     pub completion_tokens: usize,
+    /// Completion tokens a constraint forced (jump-forward): appended without sampling, run through the
+    /// model together with the sampled token before them.
+    pub forced_tokens: usize,
 }
 
-/// What one step produced: the token, the text that may be shown now, and whether the generation is over.
+/// What one step produced: the sampled token, the tokens a constraint forced after it, the text of both
+/// that may be shown now, and whether the generation is over.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {
     pub token: u32,
+    pub forced: Vec<u32>,
     pub text: String,
     pub finish: Option<FinishReason>,
 }
@@ -85,8 +91,14 @@ impl Generation {
                 prompt_tokens: prompt.len(),
                 cached_tokens: cached,
                 completion_tokens: 0,
+                forced_tokens: 0,
             },
         })
+    }
+
+    /// Constrains the tokens from the next step on (see `Sampler::add_processor`).
+    pub fn add_processor(&mut self, processor: Box<dyn LogitsProcessor>) {
+        self.sampler.add_processor(processor);
     }
 
     pub fn finish_reason(&self) -> Option<FinishReason> {
@@ -105,19 +117,35 @@ impl Generation {
             )));
         }
         let token = self.sampler.sample(&mut self.logits, decoder.tokens())?;
-        self.usage.completion_tokens += 1;
-        let delta = self.stream.push(tokenizer, token)?;
-        let step = self.stop.push(token, &delta);
-        let mut text = step.text;
-        let mut finish = step.finish;
-        if finish.is_none() && decoder.len() + 1 >= decoder.capacity() {
+        let (mut text, mut finish) = self.push(tokenizer, token)?;
+        let mut fed = vec![token];
+        if finish.is_none() {
+            for forced in self.sampler.jump_forward()? {
+                if decoder.len() + fed.len() + 1 >= decoder.capacity() {
+                    // No room to run it: the constraint is ahead of the model, so the generation ends.
+                    text.push_str(&self.stop.flush());
+                    finish = Some(FinishReason::Length);
+                    break;
+                }
+                let (more, end) = self.push(tokenizer, forced)?;
+                text.push_str(&more);
+                fed.push(forced);
+                self.usage.forced_tokens += 1;
+                if end.is_some() {
+                    finish = end;
+                    break;
+                }
+            }
+        }
+        if finish.is_none() && decoder.len() + fed.len() >= decoder.capacity() {
             // The context is full: end as if the budget ran out.
             text.push_str(&self.stop.flush());
             finish = Some(FinishReason::Length);
         }
         match finish {
             None => {
-                let mut rows = decoder.forward(&[token]).await?;
+                // Forced tokens run in the same call as the sampled one: one forward for all of them.
+                let mut rows = decoder.forward(&fed).await?;
                 self.logits = rows
                     .pop()
                     .ok_or_else(|| WispError::GpuInternal("the step returned no logits".into()))?;
@@ -128,8 +156,21 @@ impl Generation {
         self.finish = finish;
         Ok(Step {
             token,
+            forced: fed.split_off(1),
             text,
             finish,
         })
+    }
+
+    /// Counts a generated token and passes it through the detokenizer and the stop conditions.
+    fn push(
+        &mut self,
+        tokenizer: &Tokenizer,
+        token: u32,
+    ) -> Result<(String, Option<FinishReason>)> {
+        self.usage.completion_tokens += 1;
+        let delta = self.stream.push(tokenizer, token)?;
+        let step = self.stop.push(token, &delta);
+        Ok((step.text, step.finish))
     }
 }
