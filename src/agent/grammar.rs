@@ -170,6 +170,7 @@ pub fn lark_grammar(
             .get(name)
             .ok_or_else(|| WispError::UnknownTool(name.to_string()))?;
         let mut schema = spec.parameters.clone();
+        bound_numbers(&mut schema);
         if let Value::Object(fields) = &mut schema {
             fields.insert(
                 "x-guidance".into(),
@@ -232,11 +233,69 @@ pub fn lark_grammar(
     Ok(rules.join("\n"))
 }
 
+/// JSON allows numbers no `f64` holds (`1e999`, or 400 digits), which the call parser (serde_json) and
+/// JavaScript cannot read, and endless fractions, which a weak model can loop on until the token budget
+/// cuts the call. So, for the grammar only, a numeric schema without a bound gets JavaScript's safe-integer
+/// range as that bound (no exponents then, and integers stay exact in JS), and a `number` without
+/// `multipleOf` at most 10 decimals (llguidance reads `multipleOf` by repeated `* 10.0`, which 1e-11 does
+/// not survive); the arguments still satisfy the page's schema. Walks the subschema keywords only, so that
+/// `enum` and `const` values stay as they are.
+fn bound_numbers(schema: &mut Value) {
+    const SAFE: i64 = (1 << 53) - 1;
+    let Value::Object(fields) = schema else {
+        return;
+    };
+    let has_type = |wanted: &[&str]| match fields.get("type") {
+        Some(Value::Array(types)) => types
+            .iter()
+            .any(|t| t.as_str().is_some_and(|t| wanted.contains(&t))),
+        Some(t) => t.as_str().is_some_and(|t| wanted.contains(&t)),
+        None => false,
+    };
+    let is_number = has_type(&["number"]);
+    if has_type(&["number", "integer"]) {
+        if !fields.contains_key("minimum") && !fields.contains_key("exclusiveMinimum") {
+            fields.insert("minimum".into(), json!(-SAFE));
+        }
+        if !fields.contains_key("maximum") && !fields.contains_key("exclusiveMaximum") {
+            fields.insert("maximum".into(), json!(SAFE));
+        }
+    }
+    if is_number && !fields.contains_key("multipleOf") {
+        fields.insert("multipleOf".into(), json!(1e-10));
+    }
+    for (key, value) in fields.iter_mut() {
+        match key.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(map) = value {
+                    map.values_mut().for_each(bound_numbers);
+                }
+            }
+            "items" | "prefixItems" | "anyOf" | "oneOf" | "allOf" => match value {
+                Value::Array(list) => list.iter_mut().for_each(bound_numbers),
+                other => bound_numbers(other),
+            },
+            "additionalProperties"
+            | "additionalItems"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => bound_numbers(value),
+            _ => {}
+        }
+    }
+}
+
 /// Escapes a literal for a Lark `/regex/`.
 fn regex_escape(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars() {
-        if "\\.+*?()|[]{}^$#&-~/<>".contains(c) {
+        // Not `<` and `>`: escaped, they are word boundaries.
+        if "\\.+*?()|[]{}^$#&-~/".contains(c) {
             out.push('\\');
         }
         out.push(c);
@@ -341,5 +400,53 @@ impl LogitsProcessor for ToolConstraint {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unbounded_numbers_get_the_safe_range_and_constants_stay() {
+        let mut schema = json!({"type": "object", "properties": {
+            "n": {"type": "number", "minimum": 0},
+            "i": {"type": ["integer", "null"]},
+            "list": {"type": "array", "items": {"anyOf": [{"type": "integer", "exclusiveMaximum": 3}]}},
+            "e": {"enum": [{"type": "number"}]}}});
+        bound_numbers(&mut schema);
+        let safe = (1i64 << 53) - 1;
+        let p = &schema["properties"];
+        assert_eq!(
+            p["n"],
+            json!({"type": "number", "minimum": 0, "maximum": safe, "multipleOf": 1e-10})
+        );
+        assert_eq!(
+            p["i"],
+            json!({"type": ["integer", "null"], "minimum": -safe, "maximum": safe})
+        );
+        assert_eq!(
+            p["list"]["items"]["anyOf"][0],
+            json!({"type": "integer", "exclusiveMaximum": 3, "minimum": -safe})
+        );
+        assert_eq!(p["e"], json!({"enum": [{"type": "number"}]}));
+    }
+
+    #[test]
+    fn tool_choice_reads_the_openai_shapes() {
+        let read = |v: Value| serde_json::from_value::<ToolChoice>(v).unwrap();
+        assert_eq!(read(json!("auto")), ToolChoice::Auto);
+        assert_eq!(read(json!("none")), ToolChoice::None);
+        assert_eq!(read(json!("required")), ToolChoice::Required);
+        assert_eq!(
+            read(json!("get_weather")),
+            ToolChoice::Named("get_weather".into())
+        );
+        assert_eq!(
+            read(json!({"type": "function", "function": {"name": "now"}})),
+            ToolChoice::Named("now".into())
+        );
+        assert!(serde_json::from_value::<ToolChoice>(json!({"function": {}})).is_err());
+        assert!(serde_json::from_value::<ToolChoice>(json!(3)).is_err());
     }
 }
