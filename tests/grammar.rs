@@ -639,3 +639,50 @@ fn qwen3_vocabulary_allows_what_templates_write() {
         assert!(refused, "{bad:?} was allowed");
     }
 }
+
+#[test]
+fn tags_that_are_special_tokens() {
+    // Where `<tool_call>` is a special token (its bytes cannot be written as text), the grammar names the
+    // token: the same forms pass, and `none` masks it.
+    use wisp::generate::LogitsProcessor;
+    let path = root().join("tests/fixtures/tokenizers/qwen3.tokenizer.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    for added in json["added_tokens"].as_array_mut().unwrap() {
+        if added["content"] == "<tool_call>" || added["content"] == "</tool_call>" {
+            added["special"] = json!(true);
+        }
+    }
+    let tokenizer = Tokenizer::from_json(&serde_json::to_vec(&json).unwrap()).unwrap();
+    let vocab = 151_936;
+    let eos = vec![tokenizer.token_id("<|im_end|>").unwrap()];
+    let env = GrammarEnv::new(&tokenizer, vocab, &eos).unwrap();
+    let call = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"timezone\": \"UTC\"}}\n</tool_call>";
+    for (choice, text) in [
+        (ToolChoice::Required, format!("{call}\n{call}<|im_end|>")),
+        (ToolChoice::Auto, format!("Sure.\n{call}\nDone.<|im_end|>")),
+        (ToolChoice::Auto, "No call.<|im_end|>".to_string()),
+    ] {
+        accepts(
+            &env,
+            &tokenizer,
+            vocab,
+            ToolCallFormat::Hermes,
+            &choice,
+            &text,
+        );
+    }
+    let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
+    let mut none = ToolConstraint::new(
+        &env,
+        &c.tools,
+        ToolCallFormat::Hermes,
+        &ToolChoice::None,
+        false,
+    )
+    .unwrap();
+    let mut logits = vec![0.0f32; vocab];
+    none.process(&[], &mut logits).unwrap();
+    let open = tokenizer.token_id("<tool_call>").unwrap() as usize;
+    assert_eq!(logits[open], f32::NEG_INFINITY);
+    assert!(logits[tokenizer.encode("Hi").unwrap()[0] as usize].is_finite());
+}

@@ -192,7 +192,8 @@ pub fn lark_grammar(
         ToolCallFormat::Hermes => {
             let (open, close) = (env.tag(HERMES_OPEN), env.tag(HERMES_CLOSE));
             if !alternatives.is_empty() {
-                rules.push(format!("call: {open} \"\\n\" body \"\\n\" {close}"));
+                rules.push(format!("rest: \"\\n\" body \"\\n\" {close}"));
+                rules.push(format!("call: {open} rest"));
             }
             // Text that does not contain the opener (a special opener cannot be text anyway).
             let text = if env.is_special(HERMES_OPEN) {
@@ -210,7 +211,6 @@ pub fn lark_grammar(
                     } else {
                         // The lazy head ends at the first opener; the call then runs from its newline.
                         rules.push(format!("head[lazy]: {any} {open}"));
-                        rules.push(format!("rest: \"\\n\" body \"\\n\" {close}"));
                         "(head rest)* TEXT".to_string()
                     }
                 }
