@@ -3,6 +3,8 @@
 // timeout; their results go back as tool messages, and the model continues until it answers, `maxSteps`
 // runs out, or the signal aborts. A tool that throws, hangs or returns something unserializable becomes an
 // error message for the model and an event for the page; the run goes on.
+// In worker mode the core (conversation, parser, model) is a RemoteAgent in the worker whose methods all
+// return promises; this loop awaits every core call, so the same code serves both.
 import * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
 
@@ -30,8 +32,9 @@ export class Agent {
   #tools = new Map();
   #options;
   #running = false;
-
   #release;
+  // Worker mode: tool registrations still on their way to the worker; a failed one rejects the next run.
+  #pending = [];
 
   constructor(coreAgent, options, release) {
     this.#core = coreAgent;
@@ -51,23 +54,30 @@ export class Agent {
    */
   tool(spec, fn) {
     if (typeof fn !== "function") throw new WispError("INVALID_TOOL", `tool '${spec?.name}' needs a function`);
-    try {
-      this.#core.addTool({ parameters: { type: "object", properties: {} }, ...spec });
-    } catch (e) {
-      throw e?.code ? new WispError(e.code, e.message) : e;
+    const added = wrap(() => this.#core.addTool({ parameters: { type: "object", properties: {} }, ...spec }));
+    const entry = { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS };
+    this.#tools.set(spec.name, entry);
+    if (added instanceof Promise) {
+      const registered = added.catch((e) => {
+        if (this.#tools.get(spec.name) === entry) this.#tools.delete(spec.name);
+        throw e?.code && !(e instanceof WispError) ? new WispError(e.code, e.message) : e;
+      });
+      // The next run reports the failure; until then it must not count as unhandled.
+      registered.catch(() => {});
+      this.#pending.push(registered);
     }
-    this.#tools.set(spec.name, { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS });
     return this;
   }
 
+  /** Returns whether the tool was registered (a promise of it in worker mode). */
   removeTool(name) {
     this.#tools.delete(name);
     return this.#core.removeTool(name);
   }
 
-  /** Forgets the conversation (the system prompt and the tools stay). */
+  /** Forgets the conversation (the system prompt and the tools stay); a promise in worker mode. */
   reset() {
-    this.#core.reset();
+    return this.#core.reset();
   }
 
   /** The conversation so far, OpenAI-shaped. */
@@ -112,6 +122,8 @@ export class Agent {
     if (this.#running) throw new WispError("BUSY", "this agent is already running; await the current run first");
     this.#running = true;
     try {
+      const pending = this.#pending.splice(0);
+      await Promise.all(pending);
       yield* this.#loop(input, options, done);
     } finally {
       this.#running = false;
@@ -125,11 +137,12 @@ export class Agent {
       sampling: { temperature: options.temperature ?? this.#options.temperature ?? 0 },
       maxTokens: options.maxTokens ?? this.#options.maxTokens ?? 256,
       stop: options.stop ?? [],
+      draftTokens: options.draftTokens ?? this.#options.draftTokens,
       seed: crypto.getRandomValues(new Uint32Array(1))[0],
     };
     if (options.seed !== undefined) request.sampling.seed = options.seed;
     if (signal?.aborted) throw abortError(signal);
-    wrap(() => this.#core.pushUser(String(input)));
+    await wrapAsync(() => this.#core.pushUser(String(input)));
     // "required" and a named tool apply to the first message only (then "auto"), or the model could never
     // answer with the tools' results; "none" holds for the whole run.
     let toolChoice = options.toolChoice ?? this.#options.toolChoice ?? "auto";
@@ -178,7 +191,7 @@ export class Agent {
       const outcomes = await Promise.all(calls.map((call) => this.#runTool(call, signal)));
       for (const outcome of outcomes) {
         toolCalls.push(outcome);
-        wrap(() => this.#core.pushToolResult(outcome.id, outcome.name, outcome.error ? `error: ${outcome.error}` : outcome.result));
+        await wrapAsync(() => this.#core.pushToolResult(outcome.id, outcome.name, outcome.error ? `error: ${outcome.error}` : outcome.result));
         yield outcome.error
           ? { type: "tool_error", id: outcome.id, name: outcome.name, error: outcome.error, ms: outcome.ms }
           : { type: "tool_result", id: outcome.id, name: outcome.name, result: outcome.result, ms: outcome.ms };
@@ -237,9 +250,19 @@ async function wrapAsync(fn) {
   }
 }
 
+function splitOptions(model, options) {
+  const { system, toolCallFormat, maxResultChars, ...rest } = options;
+  return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }, rest];
+}
+
 /** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens, toolChoice }`. */
 export function createAgentFor(model, coreModel, options = {}, release) {
-  const { system, toolCallFormat, maxResultChars, ...rest } = options;
-  const coreAgent = wrap(() => new core.Agent(coreModel, { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }));
-  return new Agent(coreAgent, rest, release);
+  const [coreOptions, rest] = splitOptions(model, options);
+  return new Agent(wrap(() => new core.Agent(coreModel, coreOptions)), rest, release);
+}
+
+/** The same over a `WorkerModel`: the conversation lives in its worker, the loop and the tools on the page. */
+export async function createWorkerAgentFor(model, options = {}, release) {
+  const [coreOptions, rest] = splitOptions(model, options);
+  return new Agent(await model.agentCore(coreOptions), rest, release);
 }

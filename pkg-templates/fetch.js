@@ -34,7 +34,9 @@ async function readWithProgress(response, url, onProgress, signal) {
     try {
       step = await reader.read();
     } catch (e) {
-      throw new WispError("FETCH_FAILED", `download of ${url} broke off after ${loaded} bytes: ${e?.message ?? e}`);
+      const code = total && loaded < total ? "FETCH_TRUNCATED" : "FETCH_FAILED";
+      const of = total ? ` of ${total}` : "";
+      throw new WispError(code, `download of ${url} broke off after ${loaded}${of} bytes: ${e?.message ?? e}`);
     }
     if (step.done) break;
     chunks.push(step.value);

@@ -144,6 +144,12 @@ export interface GenerateOptions {
   seed?: number;
   /** Strings that end the answer (never shown); the bundle's stop strings always apply. */
   stop?: string[];
+  /**
+   * Speculation without a draft model: up to this many tokens copied from the context (prompt lookup)
+   * are checked in the same pass as each new token. The output is exactly the same; only the number of
+   * passes changes. Default: the backend's choice (WebGPU: chunk length - 1, CPU: 7); 0 turns it off.
+   */
+  draftTokens?: number;
   /** Stops between tokens; the promise rejects with an AbortError. */
   signal?: AbortSignal;
   onText?: (delta: string, step: { text: string; token: number }) => void;
@@ -158,6 +164,11 @@ export interface GenerateResult {
     /** Prompt tokens reused from the cache (prefix reuse), not run again. */
     cachedTokens: number;
     completionTokens: number;
+    /** Draft tokens checked, and how many of them were kept. */
+    draftTokens: number;
+    acceptedDraftTokens: number;
+    /** Forward passes of the model (the prefill counts as one). */
+    passes: number;
     ttftMs: number | null;
     totalMs: number;
     tokensPerSecond: number | null;
@@ -200,7 +211,21 @@ export class Model {
   forward(ids: ArrayLike<number>): Promise<Float32Array>;
   /** Drops cached tokens from `position` on. */
   seek(position: number): void;
+  /** Where the time went since the load or `resetProfile()`: milliseconds and calls per stage. */
+  profile(): Profile;
+  resetProfile(): void;
   close(): void;
+}
+
+export interface Profile {
+  /**
+   * WebGPU: inputs, wonnx_run (upload, dispatch, GPU and readback of every output: one call in wonnx),
+   * cache_write, logits_copy. CPU: embed, norm, matmul, rope_cache, attention, swiglu, head. Both:
+   * sampling, detokenize_stop, draft_lookup.
+   */
+  stages: Record<string, { ms: number; calls: number }>;
+  tokensRun: number;
+  tokensSampled: number;
 }
 
 /**
@@ -216,12 +241,16 @@ export class WorkerModel {
   readonly config: ModelConfig;
   readonly contextLength: number;
   readonly manifest?: Manifest;
+  /** Where the model runs in the worker, and why. */
+  readonly backend: { kind: "webgpu" | "cpu"; reason: string };
   length(): Promise<number>;
   encode(text: string): Promise<Uint32Array>;
   decode(ids: ArrayLike<number>): Promise<string>;
   renderChat(messages: ChatMessage[], options?: { tools?: object[]; addGenerationPrompt?: boolean }): Promise<string>;
   forward(ids: ArrayLike<number>): Promise<Float32Array>;
   seek(position: number): Promise<void>;
+  profile(): Promise<Profile>;
+  resetProfile(): Promise<void>;
   generate(input: GenerateInput, options?: GenerateOptions): Promise<GenerateResult>;
   stream(input: GenerateInput, options?: GenerateOptions): AsyncIterable<{ text: string; token: number }> & {
     result: Promise<GenerateResult>;
@@ -269,12 +298,16 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
   onEvent?: (event: AgentEvent) => void;
 }
 
+/**
+ * In worker mode (`createAgent({ worker: true })` or a `WorkerModel`), `removeTool`, `reset` and `messages`
+ * return promises, and a tool whose spec the worker rejects makes the next `run` reject (with its code).
+ */
 export class Agent {
   private constructor();
   tool(spec: ToolSpec, fn: (args: any, ctx: { signal: AbortSignal; id: string }) => unknown): this;
-  removeTool(name: string): boolean;
-  reset(): void;
-  readonly messages: ChatMessage[];
+  removeTool(name: string): boolean | Promise<boolean>;
+  reset(): void | Promise<void>;
+  readonly messages: ChatMessage[] | Promise<ChatMessage[]>;
   run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
   stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
   /** Frees the agent, and its model when `createAgent` loaded it. */
@@ -282,7 +315,9 @@ export class Agent {
 }
 
 export function createAgent(options: {
-  model: Model | Source;
+  model: Model | WorkerModel | Source;
+  /** Load the source into a `WorkerModel`: the model and the conversation in a Web Worker, tools on the page. */
+  worker?: boolean;
   load?: Parameters<typeof Model.load>[1];
   system?: string;
   maxSteps?: number;

@@ -5,16 +5,29 @@ import { WispError } from "./errors.js";
 import { clearModelCache, fetchBytes } from "./fetch.js";
 
 export { WispError, clearModelCache };
-export { WorkerModel } from "./worker-client.js";
-import { createAgentFor } from "./agent.js";
+import { WorkerModel } from "./worker-client.js";
+import { createAgentFor, createWorkerAgentFor } from "./agent.js";
+
+export { WorkerModel };
 
 /**
- * Creates an agent: `options.model` is a loaded `Model` or a source for `Model.load`; other options:
- * `system`, `maxSteps` (default 6), `toolCallFormat`, `maxResultChars` (default 4000), `temperature`,
- * `maxTokens`, and `load` (options for `Model.load`).
+ * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`;
+ * other options: `worker` (load the source into a `WorkerModel`), `system`, `maxSteps` (default 6),
+ * `toolCallFormat`, `maxResultChars` (default 4000), `temperature`, `maxTokens`, and `load` (options for
+ * `Model.load`).
  */
 export async function createAgent(options = {}) {
-  const { model: source, load, ...rest } = options;
+  const { model: source, load, worker, ...rest } = options;
+  if (worker || source instanceof WorkerModel) {
+    const owned = !(source instanceof WorkerModel);
+    const model = owned ? await WorkerModel.load(source, load) : source;
+    try {
+      return await createWorkerAgentFor(model, rest, owned ? () => model.close() : undefined);
+    } catch (e) {
+      if (owned) model.close();
+      throw e;
+    }
+  }
   const owned = !(source instanceof Model);
   const model = owned ? await Model.load(source, load) : source;
   try {
@@ -256,7 +269,8 @@ export class Model {
    * Generates an answer to `input` (a prompt string, token ids, or `{ messages, tools }` rendered with the
    * chat template) and resolves to `{ text, tokens, finishReason, usage }`. `options`: `maxTokens`
    * (default 256), `temperature` (default 0: greedy), `topK`, `topP`, `minP`, `repetitionPenalty`,
-   * `presencePenalty`, `frequencyPenalty`, `seed`, `stop` (strings), `signal` (stops between tokens and
+   * `presencePenalty`, `frequencyPenalty`, `seed`, `stop` (strings), `draftTokens` (prompt-lookup drafts
+   * checked per pass; the output is the same, 0 turns them off), `signal` (stops between tokens and
    * rejects with an AbortError; what was generated stays in the cache), `onText(delta)`.
    */
   async generate(input, options = {}) {
@@ -308,6 +322,7 @@ export class Model {
         sampling: samplingParams(options),
         maxTokens: options.maxTokens ?? 256,
         stop: options.stop ?? [],
+        draftTokens: options.draftTokens,
         seed: crypto.getRandomValues(new Uint32Array(1))[0],
       };
       generation = await call(() => this.#core().startGeneration(ids, request));
@@ -335,7 +350,9 @@ export class Model {
 
   #result(generation, text, tokens, finishReason, started, firstAt) {
     const now = performance.now();
-    const usage = generation ? generation.usage : { promptTokens: 0, cachedTokens: 0, completionTokens: 0 };
+    const usage = generation
+      ? generation.usage
+      : { promptTokens: 0, cachedTokens: 0, completionTokens: 0, draftTokens: 0, acceptedDraftTokens: 0, passes: 0 };
     const decodeMs = now - firstAt;
     return {
       text,
@@ -353,6 +370,15 @@ export class Model {
   /** Drops the cached tokens from `position` on. */
   seek(position) {
     wrapSync(() => this.#core().seek(position));
+  }
+
+  /** Milliseconds per stage of the work since the load or `resetProfile()` (see index.d.ts). */
+  profile() {
+    return wrapSync(() => this.#core().profile());
+  }
+
+  resetProfile() {
+    wrapSync(() => this.#core().resetProfile());
   }
 
   /** Frees the model's GPU device and memory now. */

@@ -104,6 +104,11 @@ export class WorkerModel {
     return this.#info.manifest;
   }
 
+  /** `{ kind: "webgpu" | "cpu", reason }`: where the model runs in the worker, and why. */
+  get backend() {
+    return this.#info.backend;
+  }
+
   length() {
     return this.#channel.call("length");
   }
@@ -126,6 +131,15 @@ export class WorkerModel {
 
   seek(position) {
     return this.#channel.call("seek", { position });
+  }
+
+  /** As `Model.profile`: where the worker's time went. */
+  profile() {
+    return this.#channel.call("profile");
+  }
+
+  resetProfile() {
+    return this.#channel.call("resetProfile");
   }
 
   /** As `Model.generate`; `onText` runs on the page. */
@@ -178,8 +192,82 @@ export class WorkerModel {
     return { [Symbol.asyncIterator]: deltas, result };
   }
 
+  /** The core of an agent on this model, for `createAgent`: its conversation lives in the worker. */
+  async agentCore(options) {
+    return new RemoteAgent(this.#channel, await this.#channel.call("agentCreate", { options }));
+  }
+
   close() {
     this.#channel.terminate();
+  }
+}
+
+// The worker-side agent as agent.js's Agent sees it: the same methods as the wasm Agent, each returning a
+// promise. The loop, the tools and the events stay on the page.
+class RemoteAgent {
+  #channel;
+  #handle;
+
+  constructor(channel, handle) {
+    this.#channel = channel;
+    this.#handle = handle;
+  }
+
+  #call(method, ...args) {
+    return this.#channel.call("agentCall", { handle: this.#handle, method, args });
+  }
+
+  addTool(spec) {
+    return this.#call("addTool", spec);
+  }
+
+  removeTool(name) {
+    return this.#call("removeTool", name);
+  }
+
+  pushUser(text) {
+    return this.#call("pushUser", text);
+  }
+
+  pushToolResult(id, name, result) {
+    return this.#call("pushToolResult", id, name, result);
+  }
+
+  reset() {
+    return this.#call("reset");
+  }
+
+  get messages() {
+    return this.#channel.call("agentMessages", { handle: this.#handle });
+  }
+
+  async startTurn(request, toolChoice) {
+    return new RemoteTurn(this.#channel, await this.#channel.call("turnStart", { handle: this.#handle, request, toolChoice }));
+  }
+
+  free() {
+    this.#channel.call("agentFree", { handle: this.#handle }).catch(() => {});
+  }
+}
+
+class RemoteTurn {
+  #channel;
+  #handle;
+  usage = null;
+
+  constructor(channel, handle) {
+    this.#channel = channel;
+    this.#handle = handle;
+  }
+
+  async step() {
+    const step = await this.#channel.call("turnStep", { handle: this.#handle });
+    if (step.usage) this.usage = step.usage;
+    return step;
+  }
+
+  free() {
+    this.#channel.call("turnFree", { handle: this.#handle }).catch(() => {});
   }
 }
 

@@ -1,12 +1,34 @@
 // The worker side of worker mode: runs a Model in a dedicated Web Worker, so that loading, graph building
-// and generation never block the page. worker-client.js is the page side; messages:
+// and generation never block the page. An agent's conversation and turns live here too (ops agent*,
+// turn*); its loop and its tools stay on the page. worker-client.js is the page side; messages:
 //   page -> worker: { id, op, args }
 //   worker -> page: { id, event, data } while a call runs (progress, delta), then
 //                   { id, ok: true, value } or { id, ok: false, error: { name, code, message } }
 import { Model } from "./index.js";
+import * as core from "./wisp_core.js";
 
 let model = null;
 const controllers = new Map();
+// Agents and their turns, by the handle the page holds.
+const handles = new Map();
+let nextHandle = 1;
+
+function keep(object) {
+  const handle = nextHandle++;
+  handles.set(handle, object);
+  return handle;
+}
+
+function held(handle) {
+  const object = handles.get(handle);
+  if (!object) throw Object.assign(new Error("this agent was closed"), { name: "WispError", code: "SESSION_CLOSED" });
+  return object;
+}
+
+function release(handle) {
+  handles.get(handle)?.free();
+  handles.delete(handle);
+}
 
 function serializeError(e) {
   return { name: e?.name ?? "Error", code: e?.code, message: e?.message ?? String(e) };
@@ -16,6 +38,9 @@ function requireModel() {
   if (!model) throw Object.assign(new Error("no model is loaded in this worker"), { name: "WispError", code: "SESSION_CLOSED" });
   return model;
 }
+
+// The core agent methods the page's Agent calls through agentCall.
+const AGENT_METHODS = new Set(["addTool", "removeTool", "pushUser", "pushToolResult", "reset"]);
 
 const ops = {
   async load({ source, options }, id) {
@@ -27,7 +52,7 @@ const ops = {
       signal,
       onProgress: (data) => postMessage({ id, event: "progress", data }),
     });
-    return { config: model.config, contextLength: model.contextLength, manifest: model.manifest };
+    return { config: model.config, contextLength: model.contextLength, manifest: model.manifest, backend: model.backend };
   },
   async generate({ input, options }, id) {
     const signal = controllers.get(id).signal;
@@ -41,10 +66,28 @@ const ops = {
   forward: ({ ids }) => requireModel().forward(ids),
   seek: ({ position }) => requireModel().seek(position),
   length: () => requireModel().length,
+  profile: () => requireModel().profile(),
+  resetProfile: () => requireModel().resetProfile(),
   abort({ target }) {
     controllers.get(target)?.abort(new DOMException("aborted by the page", "AbortError"));
   },
+  agentCreate: ({ options }) => keep(new core.Agent(requireModel().coreModel(), options)),
+  agentCall({ handle, method, args }) {
+    if (!AGENT_METHODS.has(method)) throw Object.assign(new Error(`unknown agent method '${method}'`), { name: "WispError", code: "INVALID_REQUEST" });
+    return held(handle)[method](...args);
+  },
+  agentMessages: ({ handle }) => held(handle).messages,
+  agentFree: ({ handle }) => release(handle),
+  turnStart: async ({ handle, request, toolChoice }) => keep(await held(handle).startTurn(request, toolChoice)),
+  // The last step also carries the turn's usage, so that the page needs no extra round trip.
+  async turnStep({ handle }) {
+    const turn = held(handle);
+    const step = await turn.step();
+    return step.finish ? { ...step, usage: turn.usage } : step;
+  },
+  turnFree: ({ handle }) => release(handle),
   close() {
+    for (const handle of handles.keys()) release(handle);
     model?.close();
     model = null;
   },

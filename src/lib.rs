@@ -12,6 +12,7 @@ mod facade;
 pub mod generate;
 pub mod graph;
 pub mod model;
+pub mod profile;
 pub mod text;
 pub mod weights;
 

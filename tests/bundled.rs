@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use wisp::generate::Decoder;
+use wisp::generate::{Decoder, GenerateOptions, Generation, SamplingParams};
 use wisp::graph::DecoderShape;
 use wisp::model::ModelWeights;
 use wisp::text::{ChatTemplate, Message, Tokenizer};
@@ -101,6 +101,46 @@ fn check(gpu: bool) {
             greedy, case.greedy_ids,
             "{}: greedy continuation",
             case.name
+        );
+
+        // The generation engine with prompt-lookup drafts: the same tokens, in fewer passes.
+        let options = GenerateOptions {
+            sampling: SamplingParams {
+                temperature: 0.0,
+                ..SamplingParams::default()
+            },
+            max_new_tokens: case.greedy_ids.len(),
+            stop: Vec::new(),
+            draft_len: None,
+        };
+        let (tokens, usage) = pollster::block_on(async {
+            let mut g = Generation::start(&mut decoder, &case.token_ids, &[], options, 0)
+                .await
+                .unwrap();
+            let mut tokens = Vec::new();
+            loop {
+                let step = g.step(&mut decoder, &tokenizer).await.unwrap();
+                tokens.push(step.token);
+                if step.finish.is_some() {
+                    return (tokens, g.usage());
+                }
+            }
+        });
+        assert_eq!(tokens, case.greedy_ids, "{}: speculative greedy", case.name);
+        assert_eq!(
+            decoder.len(),
+            case.token_ids.len() + tokens.len() - 1,
+            "{}: no draft left in the cache",
+            case.name
+        );
+        println!(
+            "{} ({}): {} tokens in {} passes, {} of {} drafts accepted",
+            case.name,
+            if gpu { "wonnx" } else { "cpu" },
+            tokens.len(),
+            usage.passes,
+            usage.accepted_draft_tokens,
+            usage.draft_tokens
         );
     }
 }

@@ -7,7 +7,7 @@ use safetensors::SafeTensors;
 use serde::Deserialize;
 use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
 use wisp::graph::{DecoderShape, WeightProvider};
-use wisp::model::ModelConfig;
+use wisp::model::{ModelConfig, ModelWeights};
 use wisp::text::Tokenizer;
 use wisp::WispError;
 
@@ -61,6 +61,7 @@ fn options(sampling: SamplingParams, max_new_tokens: usize, stop: &[&str]) -> Ge
         sampling,
         max_new_tokens,
         stop: stop.iter().map(|s| s.to_string()).collect(),
+        draft_len: None,
     }
 }
 
@@ -149,6 +150,64 @@ fn greedy_generation_equals_the_reference_and_stops_as_asked() {
         "stop string {stop:?} in {full:?}"
     );
     assert_eq!(text, full[..full.find(&stop).unwrap()]);
+}
+
+/// The tiny model on the CPU backend (the same weights as `setup()`'s wonnx decoder).
+fn cpu_decoder() -> Decoder {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders");
+    let json = std::fs::read_to_string(dir.join("llama.config.json")).unwrap();
+    let bytes = std::fs::read(dir.join("llama.safetensors")).unwrap();
+    let (config, weights) = ModelWeights::load(&bytes, Some(&json)).unwrap();
+    Decoder::cpu(&config, &weights, 32).unwrap()
+}
+
+#[test]
+fn drafts_change_the_number_of_passes_not_the_tokens() {
+    let (gpu, tok, reference) = setup();
+    for (name, mut dec) in [("wonnx", gpu), ("cpu", cpu_decoder())] {
+        let mut accepted = 0;
+        for case in &reference.cases {
+            // Repeated text gives prompt lookup something to copy.
+            let prompt: Vec<u32> = case.tokens[..4].repeat(3);
+            for sampling in [
+                greedy(),
+                SamplingParams {
+                    temperature: 1.0,
+                    top_k: 5,
+                    repetition_penalty: 1.1,
+                    seed: Some(9),
+                    ..SamplingParams::default()
+                },
+            ] {
+                let mut with = |draft_len| {
+                    let mut opts = options(sampling.clone(), 14, &[]);
+                    opts.draft_len = draft_len;
+                    dec.seek(0).unwrap();
+                    let out = run(&mut dec, &tok, &prompt, &[], opts);
+                    assert_eq!(
+                        dec.len(),
+                        prompt.len() + out.0.len() - 1,
+                        "{name}: drafts left"
+                    );
+                    out
+                };
+                let plain = with(Some(0));
+                assert_eq!((plain.3.draft_tokens, plain.3.passes), (0, 14), "{name}");
+                for draft_len in [None, Some(1), Some(5)] {
+                    let drafted = with(draft_len);
+                    assert_eq!(
+                        drafted.0, plain.0,
+                        "{name}: {draft_len:?} drafts, {sampling:?}"
+                    );
+                    assert_eq!(drafted.1, plain.1);
+                    let u = drafted.3;
+                    assert_eq!(u.passes, 14 - u.accepted_draft_tokens, "{name}");
+                    accepted += u.accepted_draft_tokens;
+                }
+            }
+        }
+        assert!(accepted > 0, "{name}: no draft was ever accepted");
+    }
 }
 
 #[test]

@@ -214,6 +214,7 @@ fn run(
         sampling,
         max_new_tokens,
         stop: Vec::new(),
+        draft_len: None,
     };
     let mut generation = pollster::block_on(Generation::start(
         &mut model.decoder,

@@ -16,6 +16,8 @@ wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sig
 rm -rf pkg
 wasm-bindgen --target web --no-typescript --out-dir pkg --out-name wisp_core target/wasm-opt/wisp.wasm
 cp pkg-templates/* pkg/
+# The package's files, for service workers that precache it (www/sw.js): snippet paths change every build.
+node -e 'const fs = require("fs"); const files = fs.readdirSync("pkg", { recursive: true }).filter((f) => fs.statSync(`pkg/${f}`).isFile() && f !== "files.json").sort(); fs.writeFileSync("pkg/files.json", JSON.stringify(files, null, 1) + "\n")'
 raw=$(stat -c %s pkg/wisp_core_bg.wasm)
 gz=$(gzip -9 -c pkg/wisp_core_bg.wasm | wc -c)
 echo "pkg/: wisp_core_bg.wasm ${raw} bytes, ${gz} gzipped"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's entry points (README):  npm run demo | npm test | npm run build
+# The project's entry points (README):  npm run demo | npm test | npm run build | npm run ask -- "question"
 # Each one first installs whatever is missing (tools/setup.sh), so a fresh Debian machine needs nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,11 @@ case "${1:-}" in
   build)
     bash tools/build-pkg.sh
     ;;
+  ask)
+    shift
+    bash tools/build-pkg.sh >&2
+    exec node tools/ask.mjs "$@"
+    ;;
   demo)
     bash tools/build-pkg.sh
     exec node tools/serve.mjs "${PORT:-8080}"
@@ -21,7 +26,7 @@ case "${1:-}" in
     node --test --test-concurrency=1 tests/browser/
     ;;
   *)
-    echo "usage: tools/dev.sh build|demo|test" >&2
+    echo "usage: tools/dev.sh build|demo|test|ask" >&2
     exit 2
     ;;
 esac

@@ -20,37 +20,49 @@ const TYPES = {
   ".png": "image/png",
 };
 
-async function handle(req, res) {
+async function handle(root, req, res) {
   const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
-  let file = normalize(join(ROOT, path));
-  if (file !== ROOT && !file.startsWith(ROOT + sep)) {
+  let file = normalize(join(root, path));
+  if (file !== root && !file.startsWith(root + sep)) {
     res.writeHead(403).end("forbidden");
     return;
   }
   try {
     if ((await stat(file)).isDirectory()) file = join(file, "index.html");
     const body = await readFile(file);
-    res.writeHead(200, {
+    const headers = {
       "content-type": TYPES[extname(file)] ?? "application/octet-stream",
       "content-length": body.length,
       "cache-control": "no-cache",
-    });
+    };
+    // The demo's service worker controls the whole origin: its model worker runs from /pkg/.
+    if (path === "/www/sw.js") headers["service-worker-allowed"] = "/";
+    res.writeHead(200, headers);
     res.end(req.method === "HEAD" ? undefined : body);
   } catch {
     res.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${path}`);
   }
 }
 
-/** Starts the server; port 0 picks a free one. Resolves to { url, close }. */
-export function serve(port = 0) {
+/**
+ * Starts the server for `root` (default: the repository); port 0 picks a free one. Resolves to
+ * { url, close }; close also drops open connections.
+ */
+export function serve(port = 0, root = ROOT) {
+  const dir = resolve(root);
   const server = createServer((req, res) => {
-    handle(req, res).catch(() => res.writeHead(500).end());
+    handle(dir, req, res).catch(() => res.writeHead(500).end());
   });
   return new Promise((resolveStart, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => {
       const url = `http://127.0.0.1:${server.address().port}`;
-      resolveStart({ url, close: () => new Promise((done) => server.close(done)) });
+      const close = () =>
+        new Promise((done) => {
+          server.close(done);
+          server.closeAllConnections();
+        });
+      resolveStart({ url, close });
     });
   });
 }

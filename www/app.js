@@ -1,6 +1,7 @@
-// The demo: a chat with the agent, a trace of every tool call, load progress, stop, and speed.
-// Everything the model writes is shown with textContent: model text is never HTML.
-import { adapterInfo, createAgent } from "../pkg/index.js";
+// The demo: a chat with the agent, a trace of every tool call, load progress, stop, and speed. The model
+// runs in a Web Worker (worker mode), the tools here on the page. Everything the model writes is shown
+// with textContent: model text is never HTML. A service worker (sw.js) makes it work offline.
+import { adapterInfo, createAgent, WorkerModel } from "../pkg/index.js";
 import { demoTools } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
@@ -9,6 +10,7 @@ const SOURCES = {
   smollm2: new URL("../models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href,
 };
 
+let model = null;
 let agent = null;
 let controller = null;
 // What the page found about WebGPU, kept in view next to "Ready".
@@ -40,23 +42,25 @@ async function load(source) {
   $("progress").hidden = false;
   $("progress").removeAttribute("value");
   agent?.close();
+  model?.close();
   agent = null;
+  model = null;
   try {
-    agent = await createAgent({
-      model: source,
-      system: "You are a helpful assistant.",
-      load: {
-        onProgress: (e) => {
-          if (e.phase === "download" && e.total) $("progress").value = e.loaded / e.total;
-          else $("progress").removeAttribute("value");
-          status(e.phase === "download" ? `Downloading ${e.file.split("/").pop()}…` : e.phase === "build" ? "Building and compiling the model…" : "Ready.");
-        },
+    model = await WorkerModel.load(source, {
+      onProgress: (e) => {
+        if (e.phase === "download" && e.total) $("progress").value = e.loaded / e.total;
+        else $("progress").removeAttribute("value");
+        status(e.phase === "download" ? `Downloading ${e.file.split("/").pop()}…` : e.phase === "build" ? "Building and compiling the model…" : "Ready.");
       },
     });
+    agent = await createAgent({ model, system: "You are a helpful assistant." });
     for (const [spec, fn] of demoTools) agent.tool(spec, fn);
-    status(`${gpuNote} Ready. Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
+    const where = model.backend.kind === "cpu" ? "the CPU" : "WebGPU";
+    status(`${gpuNote} Ready. The model runs on ${where} in a Web Worker (${model.backend.reason}). Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
   } catch (e) {
+    model?.close();
     agent = null;
+    model = null;
     status(`Could not load the model (${e.code ?? e.name}): ${e.message}`, true);
   } finally {
     $("progress").hidden = true;
@@ -84,7 +88,7 @@ async function ask(question) {
         if (e.type === "tool_error") {
           const li = calls.get(e.id) ?? bubble("tool", `→ ${e.name ?? "?"}(…)`);
           li.classList.add("failed");
-          li.textContent += `\n✗ ${e.error}`;
+          li.textContent += `\n✗ ${e.error}${e.ms === undefined ? "" : `  (${e.ms.toFixed(0)} ms)`}`;
         }
       },
     });
@@ -99,7 +103,30 @@ async function ask(question) {
   }
 }
 
+// Offline: the service worker stores the app, the package and the bundled model on the first visit.
+async function registerServiceWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  try {
+    await navigator.serviceWorker.register(new URL("sw.js", import.meta.url), { scope: new URL("../", import.meta.url).href });
+    await navigator.serviceWorker.ready;
+    $("offline").textContent = "Stored for offline use: this page, the package and the bundled model work without a network.";
+  } catch (e) {
+    $("offline").textContent = `Not available offline (${e.message}).`;
+  }
+}
+
+// The tools in view: the source of tools.js, as text.
+async function showTools() {
+  try {
+    $("tools-source").textContent = await (await fetch(new URL("tools.js", import.meta.url))).text();
+  } catch {
+    $("tools-source").textContent = "(could not load tools.js)";
+  }
+}
+
 async function main() {
+  registerServiceWorker();
+  showTools();
   try {
     const info = await adapterInfo();
     gpuNote = `WebGPU: ${[info.vendor, info.architecture, info.description].filter(Boolean).join(" / ")}${info.isFallbackAdapter ? " (software: Wisp uses its CPU backend)." : "."}`;

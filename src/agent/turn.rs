@@ -63,6 +63,11 @@ impl Turn {
         &self.generation
     }
 
+    /// See [`Generation::drop_drafts`].
+    pub fn drop_drafts(&mut self, decoder: &mut Decoder) -> Result<()> {
+        self.generation.drop_drafts(decoder)
+    }
+
     pub async fn step(
         &mut self,
         decoder: &mut Decoder,

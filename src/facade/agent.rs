@@ -268,3 +268,19 @@ impl AgentTurn {
         to_js_value(&turn.generation().usage())
     }
 }
+
+impl Drop for AgentTurn {
+    /// As for `Generation`: unconfirmed draft tokens of an abandoned turn leave the cache.
+    fn drop(&mut self) {
+        if self.model.epoch.get() != self.epoch {
+            return;
+        }
+        if let (Ok(mut decoder), Ok(mut turn)) = (
+            self.model.decoder.try_borrow_mut(),
+            self.turn.try_borrow_mut(),
+        ) {
+            // Cannot fail: the drafts are the newest cached tokens.
+            let _ = turn.drop_drafts(&mut decoder);
+        }
+    }
+}

@@ -251,6 +251,28 @@ impl Model {
         })
     }
 
+    /// Time per stage (`{ stages: { name: { ms, calls } }, tokensRun, tokensSampled }`) since the load or
+    /// the last `resetProfile()`.
+    pub fn profile(&self) -> std::result::Result<JsValue, JsValue> {
+        let mut decoder = self
+            .inner
+            .decoder
+            .try_borrow_mut()
+            .map_err(|_| to_js(busy()))?;
+        to_js_value(decoder.profile_mut())
+    }
+
+    #[wasm_bindgen(js_name = resetProfile)]
+    pub fn reset_profile(&self) -> std::result::Result<(), JsValue> {
+        let mut decoder = self
+            .inner
+            .decoder
+            .try_borrow_mut()
+            .map_err(|_| to_js(busy()))?;
+        decoder.profile_mut().reset();
+        Ok(())
+    }
+
     /// Drops cached tokens from `position` on.
     pub fn seek(&self, position: usize) -> std::result::Result<(), JsValue> {
         let mut decoder = self
@@ -270,6 +292,9 @@ pub(super) struct GenerateRequest {
     max_tokens: usize,
     #[serde(default)]
     stop: Vec<String>,
+    /// Draft tokens verified per pass (prompt lookup); absent: the backend's choice, 0: off.
+    #[serde(default)]
+    draft_tokens: Option<usize>,
     /// Fresh entropy from JS, used when `sampling.seed` is not set.
     seed: u64,
 }
@@ -309,6 +334,7 @@ pub(super) async fn start(
         sampling: request.sampling,
         max_new_tokens: request.max_tokens,
         stop,
+        draft_len: request.draft_tokens,
     };
     let state = generate::Generation::start(
         &mut decoder,
@@ -351,11 +377,28 @@ impl Generation {
         })
     }
 
-    /// `{ promptTokens, cachedTokens, completionTokens }`.
+    /// `{ promptTokens, cachedTokens, completionTokens, draftTokens, acceptedDraftTokens, passes }`.
     #[wasm_bindgen(getter)]
     pub fn usage(&self) -> std::result::Result<JsValue, JsValue> {
         let state = self.state.try_borrow().map_err(|_| to_js(busy()))?;
         to_js_value(&state.usage())
+    }
+}
+
+impl Drop for Generation {
+    /// A generation freed before its end (abort, early exit) may leave draft tokens it never confirmed in
+    /// the cache: they go, so the cache holds exactly the prompt and the tokens produced.
+    fn drop(&mut self) {
+        if self.inner.epoch.get() != self.epoch {
+            return;
+        }
+        if let (Ok(mut decoder), Ok(mut state)) = (
+            self.inner.decoder.try_borrow_mut(),
+            self.state.try_borrow_mut(),
+        ) {
+            // Cannot fail: the drafts are the newest cached tokens.
+            let _ = state.drop_drafts(&mut decoder);
+        }
     }
 }
 

@@ -5,11 +5,12 @@
 
 use std::collections::HashMap;
 
-use super::TokenHistory;
+use super::{LogitRows, TokenHistory};
 use crate::backend::{adapter_info, AdapterInfo, Feed, GraphSession};
 use crate::error::{Result, WispError};
 use crate::graph::{build_decoder, DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, RopeStyle};
+use crate::profile::{now_ms, Profile};
 
 /// Added to the attention score of a position a token must not see; exp() of it is 0.
 const MASKED: f32 = -1.0e9;
@@ -32,6 +33,7 @@ pub struct GpuDecoder {
     cos_k: Vec<f32>,
     sin_k: Vec<f32>,
     mask: Vec<f32>,
+    profile: Profile,
 }
 
 impl GpuDecoder {
@@ -77,7 +79,17 @@ impl GpuDecoder {
             cos_k: vec![0.0; t * kv * dh],
             sin_k: vec![0.0; t * kv * dh],
             mask: vec![0.0; h * t * (s + t)],
+            profile: Profile::default(),
         })
+    }
+
+    /// Tokens per graph run.
+    pub fn chunk_len(&self) -> usize {
+        self.shape.chunk_len
+    }
+
+    pub fn profile_mut(&mut self) -> &mut Profile {
+        &mut self.profile
     }
 
     /// The cached tokens: positions, prefix reuse, rollback.
@@ -91,10 +103,24 @@ impl GpuDecoder {
 
     /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        self.forward_rows(tokens, false).await
+    }
+
+    /// Appends `tokens` to the cache and returns the logits after the last one only (wonnx reads every
+    /// output back, but the other rows are not copied out).
+    pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let mut rows = self.forward_rows(tokens, true).await?;
+        rows.pop()
+            .ok_or_else(|| WispError::InvalidInput("no tokens to run".into()))
+    }
+
+    async fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
-        let mut logits = Vec::with_capacity(tokens.len());
-        for chunk in tokens.chunks(self.shape.chunk_len) {
-            self.run_chunk(chunk, &mut logits).await?;
+        let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
+        let chunks = tokens.len().div_ceil(self.shape.chunk_len);
+        for (i, chunk) in tokens.chunks(self.shape.chunk_len).enumerate() {
+            let rows = LogitRows::of_chunk(last_only, i + 1 == chunks);
+            self.run_chunk(chunk, rows, &mut logits).await?;
         }
         Ok(logits)
     }
@@ -138,8 +164,15 @@ impl GpuDecoder {
         }
     }
 
-    async fn run_chunk(&mut self, chunk: &[u32], logits: &mut Vec<Vec<f32>>) -> Result<()> {
+    async fn run_chunk(
+        &mut self,
+        chunk: &[u32],
+        rows: LogitRows,
+        logits: &mut Vec<Vec<f32>>,
+    ) -> Result<()> {
+        let t0 = now_ms();
         self.prepare(chunk);
+        let t0 = self.profile.lap("inputs", t0);
         let mut feeds: HashMap<&str, Feed> = HashMap::with_capacity(6 + 2 * self.past_k.len());
         feeds.insert("tokens", Feed::I64(&self.tokens));
         feeds.insert("cos_q", Feed::F32(&self.cos_q));
@@ -152,6 +185,8 @@ impl GpuDecoder {
             feeds.insert(v, Feed::F32(&self.past_v[l]));
         }
         let out = self.session.run(&feeds).await?;
+        // wonnx's run uploads the inputs, dispatches, and reads every output back: one stage here.
+        let t0 = self.profile.lap("wonnx_run", t0);
 
         let t = self.shape.chunk_len;
         let row = self.config.num_kv_heads * self.config.head_dim;
@@ -165,20 +200,29 @@ impl GpuDecoder {
                 cache[past * row..(past + n) * row].copy_from_slice(&new.data[..n * row]);
             }
         }
+        let t0 = self.profile.lap("cache_write", t0);
         let all = out
             .get("logits")
             .ok_or_else(|| WispError::GpuInternal("no output 'logits'".into()))?;
         // logits is [V, T]: column i belongs to token i.
-        for i in 0..n {
+        let wanted = match rows {
+            LogitRows::All => 0..n,
+            LogitRows::Last => n - 1..n,
+            LogitRows::None => 0..0,
+        };
+        for i in wanted {
             logits.push(all.data.iter().skip(i).step_by(t).copied().collect());
         }
+        self.profile.lap("logits_copy", t0);
+        self.profile.tokens_run += n as u64;
         self.history.extend(chunk);
         Ok(())
     }
 }
 
 /// Fails with `MODEL_TOO_LARGE` before any weight is read when one of the graph's largest buffers exceeds
-/// what the adapter allows in one buffer or one storage binding.
+/// what the device allows in one buffer or one storage binding: the adapter's limits, capped by WebGPU's
+/// defaults, which are what wonnx requests.
 pub fn check_limits(
     config: &ModelConfig,
     shape: DecoderShape,
@@ -203,20 +247,24 @@ pub fn check_limits(
         ("the attention mask and scores", h * t * (s + t)),
         ("a layer's key cache", s * kv * dh),
     ];
-    let limit = adapter
+    // wonnx asks for a device with WebGPU's default limits, whatever the adapter could give.
+    let device = wgpu::Limits::default();
+    let binding = adapter
         .max_storage_buffer_binding_size
-        .min(adapter.max_buffer_size);
+        .min(u64::from(device.max_storage_buffer_binding_size));
+    let buffer = adapter.max_buffer_size.min(device.max_buffer_size);
+    let limit = binding.min(buffer);
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     for (what, floats) in buffers {
         let bytes = floats * 4;
         if bytes > limit {
-            let which = if adapter.max_storage_buffer_binding_size <= adapter.max_buffer_size {
+            let which = if binding <= buffer {
                 "maxStorageBufferBindingSize"
             } else {
                 "maxBufferSize"
             };
             return Err(WispError::ModelTooLarge(format!(
-                "{what} needs {:.1} MiB in one GPU buffer; this adapter's {which} is {:.1} MiB",
+                "{what} needs {:.1} MiB in one GPU buffer; the GPU device's {which} is {:.1} MiB",
                 mib(bytes),
                 mib(limit)
             )));
@@ -266,7 +314,7 @@ mod tests {
         assert_eq!(err.code(), "MODEL_TOO_LARGE");
         assert_eq!(
             err.to_string(),
-            "model too large for this GPU: the token embedding needs 519.3 MiB in one GPU buffer; this adapter's maxStorageBufferBindingSize is 128.0 MiB"
+            "model too large for this GPU: the token embedding needs 519.3 MiB in one GPU buffer; the GPU device's maxStorageBufferBindingSize is 128.0 MiB"
         );
         let small = ModelConfig {
             vocab_size: 32_768,

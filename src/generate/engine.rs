@@ -9,12 +9,26 @@ use crate::backend::cpu::CpuDecoder;
 use crate::error::Result;
 use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
+use crate::profile::Profile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     Webgpu,
     Cpu,
+}
+
+/// Draft tokens verified per CPU step: one token plus seven drafts fill the eight-row kernel pass.
+const CPU_DRAFT_LEN: usize = 7;
+
+/// See [`Decoder::draft_policy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DraftPolicy {
+    pub max_len: usize,
+    pub min_ngram: usize,
+    /// Halve the draft length after a pass whose first draft failed, double it after one whose drafts
+    /// all held.
+    pub adaptive: bool,
 }
 
 pub enum Decoder {
@@ -68,6 +82,11 @@ impl Decoder {
         each!(self, d => d.history_mut())
     }
 
+    /// Time per stage since the last reset.
+    pub fn profile_mut(&mut self) -> &mut Profile {
+        each!(self, d => d.profile_mut())
+    }
+
     /// Tokens in the cache: the position the next token gets.
     pub fn len(&self) -> usize {
         self.history().len()
@@ -96,10 +115,38 @@ impl Decoder {
         self.history_mut().seek(pos)
     }
 
+    /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         match self {
             Decoder::Gpu(d) => d.forward(tokens).await,
             Decoder::Cpu(d) => d.forward(tokens),
+        }
+    }
+
+    /// Appends `tokens` to the cache and returns the logits after the last one (a prefill).
+    pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        match self {
+            Decoder::Gpu(d) => d.forward_last(tokens).await,
+            Decoder::Cpu(d) => d.forward_last(tokens),
+        }
+    }
+
+    /// How this backend should draft. The GPU graph always runs a whole chunk, so the rows after the
+    /// new token are free: fill them, from any match. On the CPU each row costs its share of arithmetic
+    /// (a quantized weight block is decoded once for up to eight rows): draft only from matches of two
+    /// tokens or more, and fewer tokens while drafts keep failing.
+    pub fn draft_policy(&self) -> DraftPolicy {
+        match self {
+            Decoder::Gpu(d) => DraftPolicy {
+                max_len: d.chunk_len() - 1,
+                min_ngram: 1,
+                adaptive: false,
+            },
+            Decoder::Cpu(_) => DraftPolicy {
+                max_len: CPU_DRAFT_LEN,
+                min_ngram: 2,
+                adaptive: true,
+            },
         }
     }
 }

@@ -1,14 +1,23 @@
 //! One generation, stepped by its caller: prefill the prompt (reusing the cached prefix), then one token
 //! per `step`. Stepping from outside lets JavaScript stream each delta and stop between steps; whatever
 //! was fed to the model stays in the cache, so a stopped generation leaves the model usable.
+//!
+//! Speculation: when a step runs its token through the model it also runs a few draft tokens guessed by
+//! prompt lookup, in the same pass. The next steps sample from those rows' logits as long as the sampled
+//! token equals the draft; the first mismatch drops the remaining drafts from the cache. Each token is
+//! still sampled from the logits of exactly its prefix, with the same random draws, so the output is
+//! the same as without drafts; only the number of passes changes.
+
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
 use super::{
-    Decoder, FinishReason, LogitsProcessor, Sampler, SamplingParams, StopChecker, StopConditions,
-    TextStream,
+    lookup, Decoder, DraftPolicy, FinishReason, LogitsProcessor, Sampler, SamplingParams,
+    StopChecker, StopConditions, TextStream,
 };
 use crate::error::{Result, WispError};
+use crate::profile::now_ms;
 use crate::text::Tokenizer;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +25,9 @@ pub struct GenerateOptions {
     pub sampling: SamplingParams,
     pub max_new_tokens: usize,
     pub stop: Vec<String>,
+    /// Most draft tokens verified per pass; `None` lets the backend choose (see
+    /// [`Decoder::draft_policy`]), `Some(0)` turns speculation off.
+    pub draft_len: Option<usize>,
 }
 
 /// Token counts of a generation.
@@ -26,9 +38,14 @@ pub struct Usage {
     /// Prompt tokens already in the cache from an earlier call (prefix reuse): not run again.
     pub cached_tokens: usize,
     pub completion_tokens: usize,
+    /// Draft tokens run through the model, and how many of them were kept.
+    pub draft_tokens: usize,
+    pub accepted_draft_tokens: usize,
     /// Completion tokens a constraint forced (jump-forward): appended without sampling, run through the
-    /// model together with the sampled token before them.
+    /// model in the same pass as the sampled token before them.
     pub forced_tokens: usize,
+    /// Forward passes of the model (prefill chunks not counted separately).
+    pub passes: usize,
 }
 
 /// What one step produced: the sampled token, the tokens a constraint forced after it, the text of both
@@ -45,8 +62,15 @@ pub struct Generation {
     sampler: Sampler,
     stop: StopChecker,
     stream: TextStream,
-    /// The logits after the last token in the cache: the next token is drawn from them.
+    /// The logits after the last confirmed token: the next token is drawn from them.
     logits: Vec<f32>,
+    /// Draft tokens in the cache after the confirmed ones, each with the logits after it.
+    drafts: VecDeque<(u32, Vec<f32>)>,
+    policy: DraftPolicy,
+    /// Draft length of the next pass (adaptive policies move it between 1 and `policy.max_len`).
+    draft_len: usize,
+    /// Drafts of the current pass accepted so far.
+    pass_accepted: usize,
     finish: Option<FinishReason>,
     usage: Usage,
 }
@@ -76,22 +100,27 @@ impl Generation {
             max_new_tokens: options.max_new_tokens,
             stop_strings: options.stop,
         })?;
+        let mut policy = decoder.draft_policy();
+        if let Some(max_len) = options.draft_len {
+            policy.max_len = max_len;
+        }
         let cached = decoder.reuse_prefix(prompt);
-        let mut rows = decoder.forward(&prompt[cached..]).await?;
-        let logits = rows
-            .pop()
-            .ok_or_else(|| WispError::GpuInternal("the prefill returned no logits".into()))?;
+        let logits = decoder.forward_last(&prompt[cached..]).await?;
         Ok(Generation {
             sampler,
             stop,
             stream: TextStream::new(prompt),
             logits,
+            drafts: VecDeque::new(),
+            policy,
+            draft_len: policy.max_len,
+            pass_accepted: 0,
             finish: None,
             usage: Usage {
                 prompt_tokens: prompt.len(),
                 cached_tokens: cached,
-                completion_tokens: 0,
-                forced_tokens: 0,
+                passes: 1,
+                ..Usage::default()
             },
         })
     }
@@ -116,12 +145,20 @@ impl Generation {
                 "the generation is over ({reason:?})"
             )));
         }
-        let token = self.sampler.sample(&mut self.logits, decoder.tokens())?;
+        let confirmed = decoder.len() - self.drafts.len();
+        let t = now_ms();
+        let token = self
+            .sampler
+            .sample(&mut self.logits, &decoder.tokens()[..confirmed])?;
+        let t = decoder.profile_mut().lap("sampling", t);
         let (mut text, mut finish) = self.push(tokenizer, token)?;
+        let profile = decoder.profile_mut();
+        profile.lap("detokenize_stop", t);
+        profile.tokens_sampled += 1;
         let mut fed = vec![token];
         if finish.is_none() {
             for forced in self.sampler.jump_forward()? {
-                if decoder.len() + fed.len() + 1 >= decoder.capacity() {
+                if confirmed + fed.len() + 1 >= decoder.capacity() {
                     // No room to run it: the constraint is ahead of the model, so the generation ends.
                     text.push_str(&self.stop.flush());
                     finish = Some(FinishReason::Length);
@@ -137,21 +174,19 @@ impl Generation {
                 }
             }
         }
-        if finish.is_none() && decoder.len() + fed.len() >= decoder.capacity() {
+        if finish.is_none() && confirmed + fed.len() >= decoder.capacity() {
             // The context is full: end as if the budget ran out.
             text.push_str(&self.stop.flush());
             finish = Some(FinishReason::Length);
         }
         match finish {
-            None => {
-                // Forced tokens run in the same call as the sampled one: one forward for all of them.
-                let mut rows = decoder.forward(&fed).await?;
-                self.logits = rows
-                    .pop()
-                    .ok_or_else(|| WispError::GpuInternal("the step returned no logits".into()))?;
+            None => self.advance(decoder, &fed).await?,
+            Some(reason) => {
+                self.drop_drafts(decoder)?;
+                if reason == FinishReason::Length {
+                    text.push_str(&self.stream.finish(tokenizer)?);
+                }
             }
-            Some(FinishReason::Length) => text.push_str(&self.stream.finish(tokenizer)?),
-            Some(_) => {}
         }
         self.finish = finish;
         Ok(Step {
@@ -172,5 +207,79 @@ impl Generation {
         let delta = self.stream.push(tokenizer, token)?;
         let step = self.stop.push(token, &delta);
         Ok((step.text, step.finish))
+    }
+
+    /// Puts `tokens` (the sampled one, then any forced ones) in the cache and the logits after the last in
+    /// `self.logits`: from the drafts while they match, otherwise by one pass over the rest and fresh
+    /// drafts.
+    async fn advance(&mut self, decoder: &mut Decoder, tokens: &[u32]) -> Result<()> {
+        let mut rest = tokens;
+        while let (Some(&token), Some((draft, _))) = (rest.first(), self.drafts.front()) {
+            if *draft != token {
+                break;
+            }
+            if let Some((_, logits)) = self.drafts.pop_front() {
+                self.logits = logits;
+                self.usage.accepted_draft_tokens += 1;
+                self.pass_accepted += 1;
+            }
+            rest = &rest[1..];
+            if self.drafts.is_empty() && self.policy.adaptive {
+                self.draft_len = (self.draft_len * 2).min(self.policy.max_len);
+            }
+        }
+        let Some(&last) = rest.last() else {
+            return Ok(());
+        };
+        if !self.drafts.is_empty() {
+            if self.pass_accepted == 0 && self.policy.adaptive {
+                self.draft_len = (self.draft_len / 2).max(1);
+            }
+            self.drop_drafts(decoder)?;
+        }
+        // Room left in the context and in the token budget after `rest`.
+        let room = decoder
+            .capacity()
+            .saturating_sub(decoder.len() + rest.len() + 1)
+            .min(self.stop.remaining_tokens().saturating_sub(1));
+        let t = now_ms();
+        // Drafts look up the history up to `last`; after forced tokens (not in the cache yet) none are
+        // drafted: the pass already carries several tokens.
+        let drafts = if rest.len() == 1 {
+            lookup::draft(
+                decoder.tokens(),
+                last,
+                self.draft_len.min(room),
+                self.policy.min_ngram,
+            )
+        } else {
+            Vec::new()
+        };
+        decoder.profile_mut().lap("draft_lookup", t);
+        let mut input = Vec::with_capacity(rest.len() + drafts.len());
+        input.extend_from_slice(rest);
+        input.extend_from_slice(&drafts);
+        let mut rows = decoder
+            .forward(&input)
+            .await?
+            .into_iter()
+            .skip(rest.len() - 1);
+        self.logits = rows
+            .next()
+            .ok_or_else(|| WispError::GpuInternal("the step returned no logits".into()))?;
+        self.drafts = drafts.into_iter().zip(rows).collect();
+        self.pass_accepted = 0;
+        self.usage.draft_tokens += self.drafts.len();
+        self.usage.passes += 1;
+        Ok(())
+    }
+
+    /// Removes the unconfirmed draft tokens from the cache.
+    pub fn drop_drafts(&mut self, decoder: &mut Decoder) -> Result<()> {
+        if !self.drafts.is_empty() {
+            decoder.seek(decoder.len() - self.drafts.len())?;
+            self.drafts.clear();
+        }
+        Ok(())
     }
 }

@@ -84,3 +84,22 @@ impl TokenHistory {
         self.tokens.extend_from_slice(tokens);
     }
 }
+
+/// Which rows of a chunk's logits a forward pass returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogitRows {
+    All,
+    Last,
+    None,
+}
+
+impl LogitRows {
+    /// For a chunk of a pass that wants every row, or only the very last one.
+    pub fn of_chunk(last_only: bool, last_chunk: bool) -> Self {
+        match (last_only, last_chunk) {
+            (false, _) => LogitRows::All,
+            (true, true) => LogitRows::Last,
+            (true, false) => LogitRows::None,
+        }
+    }
+}

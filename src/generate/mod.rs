@@ -5,15 +5,16 @@ mod decoder;
 mod engine;
 mod generation;
 mod history;
+mod lookup;
 mod processor;
 mod sampler;
 mod stop;
 mod stream;
 
 pub use decoder::{check_limits, GpuDecoder};
-pub use engine::{BackendKind, Decoder};
+pub use engine::{BackendKind, Decoder, DraftPolicy};
 pub use generation::{GenerateOptions, Generation, Step, Usage};
-pub use history::TokenHistory;
+pub use history::{LogitRows, TokenHistory};
 pub use processor::LogitsProcessor;
 pub use sampler::{Sampler, SamplingParams};
 pub use stop::{FinishReason, StopChecker, StopConditions, StopStep};

@@ -83,6 +83,13 @@ impl StopChecker {
         }
     }
 
+    /// How many more tokens the budget allows.
+    pub fn remaining_tokens(&self) -> usize {
+        self.conditions
+            .max_new_tokens
+            .saturating_sub(self.generated)
+    }
+
     /// The held text, for a generation that ends for another reason (cancelled, context full).
     pub fn flush(&mut self) -> String {
         std::mem::take(&mut self.held)

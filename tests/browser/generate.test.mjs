@@ -23,8 +23,15 @@ describe("generation in Chromium", () => {
       const { Model } = await import("/pkg/index.js");
       const model = await Model.load({ bundle: "/tests/fixtures/decoders/llama-bytes.manifest.json" }, { chunkLen: 4, cache: false, backend: "webgpu" });
       const out = {};
+      model.resetProfile();
       out.greedy = await model.generate(prompt, { maxTokens: 10 });
+      out.profile = model.profile();
       out.decoded = model.decode(out.greedy.tokens);
+      out.plain = await model.generate(prompt, { maxTokens: 10, draftTokens: 0 });
+      // Repeated text gives prompt lookup something to copy.
+      const repeated = [...prompt, ...prompt, ...prompt];
+      out.repeatedPlain = await model.generate(repeated, { maxTokens: 12, draftTokens: 0 });
+      out.repeatedDrafted = await model.generate(repeated, { maxTokens: 12 });
 
       const stream = model.stream(prompt, { maxTokens: 10 });
       const deltas = [];
@@ -75,6 +82,17 @@ describe("generation in Chromium", () => {
       [6, 0, 10],
     );
     assert.ok(r.greedy.usage.ttftMs > 0 && r.greedy.usage.tokensPerSecond > 0);
+    // Drafts (on by default) change the number of passes, never the tokens.
+    assert.deepEqual(r.plain.tokens, c.greedy_from_6);
+    assert.deepEqual([r.plain.usage.draftTokens, r.plain.usage.passes], [0, 10]);
+    assert.deepEqual(r.repeatedDrafted.tokens, r.repeatedPlain.tokens);
+    const u = r.repeatedDrafted.usage;
+    assert.ok(u.acceptedDraftTokens > 0, JSON.stringify(u));
+    assert.equal(u.passes, 12 - u.acceptedDraftTokens);
+    for (const stage of ["inputs", "wonnx_run", "cache_write", "logits_copy", "sampling", "detokenize_stop"]) {
+      assert.ok(r.profile.stages[stage]?.calls > 0, `profile stage ${stage}: ${JSON.stringify(r.profile)}`);
+    }
+    assert.deepEqual([r.profile.tokensRun >= 15, r.profile.tokensSampled], [true, 10]);
     assert.equal(r.streamed.joined, r.streamed.result.text);
     assert.deepEqual(r.streamed.result.tokens, c.greedy_from_6);
     assert.equal(r.streamed.result.usage.cachedTokens, 5);

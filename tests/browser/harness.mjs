@@ -7,7 +7,7 @@ import { chromium } from "playwright-core";
 import { serve } from "../../tools/serve.mjs";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const BASE_FLAGS = [
+export const BASE_FLAGS = [
   "--no-sandbox",
   "--disable-background-networking",
   "--disable-component-update",
@@ -16,16 +16,22 @@ const BASE_FLAGS = [
 ];
 
 /**
- * Starts the server and a fresh browser profile. `webgpu: false` leaves out --enable-unsafe-webgpu.
- * Returns { url, context, page, consoleMessages, close }.
+ * Starts the server and a fresh browser profile. `webgpu: false` leaves out --enable-unsafe-webgpu;
+ * `extension: dir` loads the unpacked extension in `dir` (Playwright passes --disable-extensions unless told
+ * not to; headless Chromium runs extensions since its new headless mode).
+ * Returns { url, context, page, consoleMessages, stopServer, close }; stopServer shuts the server down early
+ * (for offline tests).
  */
-export async function openBrowser({ webgpu = true } = {}) {
+export async function openBrowser({ webgpu = true, extension } = {}) {
   const server = await serve(0);
   const profile = await mkdtemp(join(tmpdir(), "wisp-chromium-"));
+  const args = webgpu ? [...BASE_FLAGS, "--enable-unsafe-webgpu"] : [...BASE_FLAGS];
+  if (extension) args.push(`--disable-extensions-except=${extension}`, `--load-extension=${extension}`);
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: webgpu ? [...BASE_FLAGS, "--enable-unsafe-webgpu"] : BASE_FLAGS,
+    args,
+    ignoreDefaultArgs: extension ? ["--disable-extensions"] : [],
   });
   const page = context.pages()[0] ?? (await context.newPage());
   // A blank page of our origin, so that tests can import("/pkg/index.js").
@@ -38,6 +44,7 @@ export async function openBrowser({ webgpu = true } = {}) {
     context,
     page,
     consoleMessages,
+    stopServer: () => server.close(),
     async close() {
       await context.close();
       await server.close();

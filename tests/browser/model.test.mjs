@@ -2,6 +2,7 @@
 // random-weight models of each family against onnxruntime (tools/make_decoder_fixtures.py), bundle
 // loading with hashes and the Cache API, and the coded errors of loading and running.
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { openBrowser } from "./harness.mjs";
@@ -122,7 +123,15 @@ describe("decoder models in Chromium", () => {
       const body = await readFile(new URL("../fixtures/decoders/llama.safetensors", import.meta.url));
       await r.fulfill({ body: body.subarray(0, 1000), headers: { "content-type": "application/octet-stream" } });
     });
-    const results = await page.evaluate(async (fix) => {
+    // A server that promises more bytes than it sends, then hangs up: a download cut short.
+    const short = createServer((req, res) => {
+      res.writeHead(200, { "content-length": "5000", "access-control-allow-origin": "*" });
+      res.write(Buffer.alloc(1000));
+      setTimeout(() => res.destroy(), 50);
+    });
+    await new Promise((resolve) => short.listen(0, "127.0.0.1", resolve));
+    const shortUrl = `http://127.0.0.1:${short.address().port}/model.gguf`;
+    const results = await page.evaluate(async ({ fix, shortUrl }) => {
       const { Model } = await import("/pkg/index.js");
       const attempt = (p) => p.then(() => "resolved", (e) => ({ code: e.code, message: e.message }));
       const opts = { cache: false, contextLen: 8, chunkLen: 4, backend: "webgpu" };
@@ -135,6 +144,9 @@ describe("decoder models in Chromium", () => {
         noConfig: await attempt(Model.load({ weights: `${fix}/llama.safetensors` }, opts)),
         badOption: await attempt(Model.load({ bundle: `${fix}/llama.manifest.json` }, { ...opts, chunkLen: 3 })),
         badBackend: await attempt(Model.load({ bundle: `${fix}/llama.manifest.json` }, { ...opts, backend: "tpu" })),
+        cutShort: await attempt(Model.load(shortUrl, opts)),
+        // A context of 4M tokens: the attention scores of one chunk outgrow a GPU buffer.
+        tooLarge: await attempt(Model.load({ bundle: `${fix}/llama.manifest.json` }, { ...opts, contextLen: 1 << 22 })),
       };
       const model = await Model.load({ bundle: `${fix}/llama.manifest.json` }, opts);
       const first = model.forward([1, 2, 3, 4, 5, 6]);
@@ -154,7 +166,8 @@ describe("decoder models in Chromium", () => {
       r.stillRuns = (await model.forward([7, 8])).length;
       model.close();
       return r;
-    }, FIX);
+    }, { fix: FIX, shortUrl });
+    short.close();
     assert.equal(results.wrongHash.code, "HASH_MISMATCH");
     assert.match(results.wrongHash.message, /expected 0{64}/);
     assert.equal(results.extraField.code, "INVALID_MANIFEST");
@@ -167,6 +180,10 @@ describe("decoder models in Chromium", () => {
     assert.equal(results.badOption.code, "INVALID_MODEL");
     assert.match(results.badOption.message, /chunk_len is 3/);
     assert.equal(results.badBackend.code, "INVALID_REQUEST");
+    assert.equal(results.cutShort.code, "FETCH_TRUNCATED", JSON.stringify(results.cutShort));
+    assert.match(results.cutShort.message, /after 1000 of 5000 bytes/);
+    assert.equal(results.tooLarge.code, "MODEL_TOO_LARGE", JSON.stringify(results.tooLarge));
+    assert.match(results.tooLarge.message, /the attention mask and scores needs 256\.0 MiB in one GPU buffer; the GPU device's maxStorageBufferBindingSize is 128\.0 MiB/);
     assert.equal(results.busy.code, "BUSY");
     assert.equal(results.overflow.code, "CONTEXT_OVERFLOW");
     assert.equal(results.badToken.code, "INVALID_INPUT");

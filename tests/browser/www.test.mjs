@@ -30,6 +30,31 @@ describe("demo page (www/)", () => {
     assert.deepEqual(consoleMessages.filter((m) => m.startsWith("pageerror") || m.includes("Content-Security-Policy")), []);
   });
 
+  test("Stop ends a run in the middle, and the next question still gets an answer", async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${browser.url}/www/`);
+    await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
+    // Press Stop the moment the first tool call shows up: the model (in its worker) is mid-run then.
+    await page.evaluate(() => {
+      new MutationObserver((_, observer) => {
+        if (document.querySelector("#chat li.tool")) {
+          observer.disconnect();
+          document.getElementById("stop").click();
+        }
+      }).observe(document.getElementById("chat"), { childList: true });
+    });
+    await page.fill("#question", "What's the weather in Paris?");
+    await page.click("#send");
+    await page.locator("#chat li.assistant", { hasText: "(stopped)" }).waitFor({ timeout: 120_000 });
+    await page.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });
+    await page.fill("#question", "What's the weather in London?");
+    await page.click("#send");
+    await page.locator("#chat li.tool").nth(1).waitFor({ timeout: 120_000 });
+    await page.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });
+    assert.doesNotMatch(await page.locator("#chat li.assistant").last().textContent(), /^\((stopped|error)/);
+    await page.close();
+  });
+
   test("without WebGPU it says so and runs on the CPU", async () => {
     const page = await browser.context.newPage();
     await page.addInitScript(() => delete Navigator.prototype.gpu);

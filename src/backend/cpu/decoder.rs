@@ -4,8 +4,9 @@
 use super::layer::{self, Heads, Rope};
 use super::weights::{self, CpuWeights, Linear};
 use crate::error::{Result, WispError};
-use crate::generate::TokenHistory;
+use crate::generate::{LogitRows, TokenHistory};
 use crate::model::{ModelConfig, ModelWeights};
+use crate::profile::{now_ms, Profile};
 
 /// Tokens per forward pass: each weight row is read once per chunk, and the activations of a chunk
 /// (`CHUNK * intermediate_size` floats at most) stay small.
@@ -20,6 +21,7 @@ pub struct CpuDecoder {
     /// runtime's layout). Rows past `len` are stale and overwritten by the next chunk.
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
+    profile: Profile,
 }
 
 impl CpuDecoder {
@@ -40,7 +42,12 @@ impl CpuDecoder {
             history: TokenHistory::new(context_len),
             keys: vec![Vec::new(); config.num_layers],
             values: vec![Vec::new(); config.num_layers],
+            profile: Profile::default(),
         })
+    }
+
+    pub fn profile_mut(&mut self) -> &mut Profile {
+        &mut self.profile
     }
 
     /// The cached tokens: positions, prefix reuse, rollback.
@@ -61,15 +68,34 @@ impl CpuDecoder {
     /// Appends `tokens` to the cache and returns the logits after each of them. Refused inputs leave the
     /// cache as it was.
     pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        self.forward_rows(tokens, false)
+    }
+
+    /// Appends `tokens` to the cache and returns the logits after the last one only: the output head
+    /// (vocabulary x hidden, often the largest matrix) runs for one row instead of every prompt token.
+    pub fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let mut rows = self.forward_rows(tokens, true)?;
+        rows.pop()
+            .ok_or_else(|| WispError::InvalidInput("no tokens to run".into()))
+    }
+
+    fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
-        let mut logits = Vec::with_capacity(tokens.len());
-        for chunk in tokens.chunks(CHUNK) {
-            self.run_chunk(chunk, &mut logits)?;
+        let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
+        let chunks = tokens.len().div_ceil(CHUNK);
+        for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
+            let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
+            self.run_chunk(chunk, head, &mut logits)?;
         }
         Ok(logits)
     }
 
-    fn run_chunk(&mut self, chunk: &[u32], logits: &mut Vec<Vec<f32>>) -> Result<()> {
+    fn run_chunk(
+        &mut self,
+        chunk: &[u32],
+        rows: LogitRows,
+        logits: &mut Vec<Vec<f32>>,
+    ) -> Result<()> {
         let cfg = &self.config;
         let (n, start, eps) = (chunk.len(), self.history.len(), cfg.rms_norm_eps);
         let (d, ff, vocab) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
@@ -80,7 +106,9 @@ impl CpuDecoder {
         };
         let (qw, kw) = (heads.q * heads.dim, heads.kv * heads.dim);
         let w = &self.weights;
+        let p = &mut self.profile;
 
+        let t = now_ms();
         let mut x = vec![0.0; n * d];
         for (row, &id) in x.chunks_exact_mut(d).zip(chunk) {
             w.embed.row(id as usize, row)?;
@@ -89,11 +117,14 @@ impl CpuDecoder {
         let (mut q, mut att) = (vec![0.0; n * qw], vec![0.0; n * qw]);
         let (mut k, mut v) = (vec![0.0; n * kw], vec![0.0; n * kw]);
         let (mut gate, mut up) = (vec![0.0; n * ff], vec![0.0; n * ff]);
+        let mut t = p.lap("embed", t);
         for ((layer, keys), values) in w.layers.iter().zip(&mut self.keys).zip(&mut self.values) {
             layer::rms_norm(&x, &layer.attn_norm, eps, &mut a);
+            t = p.lap("norm", t);
             linear(&layer.q, &a, &mut q)?;
             linear(&layer.k, &a, &mut k)?;
             linear(&layer.v, &a, &mut v)?;
+            t = p.lap("matmul", t);
             if let Some((q_norm, k_norm)) = &layer.qk_norm {
                 layer::head_norm(&mut q, q_norm, eps);
                 layer::head_norm(&mut k, k_norm, eps);
@@ -110,22 +141,44 @@ impl CpuDecoder {
             keys.extend_from_slice(&k);
             values.truncate(start * kw);
             values.extend_from_slice(&v);
+            t = p.lap("rope_cache", t);
             layer::attention(&q, keys, values, start, heads, &mut att);
+            t = p.lap("attention", t);
             layer.o.matmul(&att, &mut o)?;
+            t = p.lap("matmul", t);
             layer::add(&mut x, &o);
 
             layer::rms_norm(&x, &layer.ffn_norm, eps, &mut a);
+            t = p.lap("norm", t);
             layer.gate.matmul(&a, &mut gate)?;
             layer.up.matmul(&a, &mut up)?;
+            t = p.lap("matmul", t);
             layer::swiglu(&mut gate, &up);
+            t = p.lap("swiglu", t);
             layer.down.matmul(&gate, &mut o)?;
+            t = p.lap("matmul", t);
             layer::add(&mut x, &o);
         }
-        layer::rms_norm(&x, &w.norm, eps, &mut a);
         let head = w.head.as_ref().unwrap_or(&w.embed);
-        let mut out = vec![0.0; n * vocab];
-        head.matmul(&a, &mut out)?;
-        logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
+        let last = &x[(n - 1) * d..];
+        match rows {
+            LogitRows::All => {
+                layer::rms_norm(&x, &w.norm, eps, &mut a);
+                let mut out = vec![0.0; n * vocab];
+                head.matmul(&a, &mut out)?;
+                logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
+            }
+            LogitRows::Last => {
+                let normed = &mut a[..d];
+                layer::rms_norm(last, &w.norm, eps, normed);
+                let mut out = vec![0.0; vocab];
+                head.matmul(normed, &mut out)?;
+                logits.push(out);
+            }
+            LogitRows::None => {}
+        }
+        p.lap("head", t);
+        p.tokens_run += n as u64;
         self.history.extend(chunk);
         Ok(())
     }

@@ -39,20 +39,29 @@ pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-/// Sums the blocks of `w` (each `block_bytes` long, decoded by `decode`) times `x`.
-fn blocks(w: &[u8], x: &[f32], block_bytes: usize, decode: impl Fn(&[u8], &mut [f32; QK])) -> f32 {
-    let mut acc = [0.0f32; 8];
+/// Sums the blocks of `w` (each `block_bytes` long, decoded by `decode`) times each row of `xs`: a block
+/// is decoded once for all `N` rows, and each row sees the same operations in the same order as with
+/// `N = 1`, so a token's result does not depend on how many tokens share the pass.
+fn blocks<const N: usize>(
+    w: &[u8],
+    xs: [&[f32]; N],
+    block_bytes: usize,
+    decode: impl Fn(&[u8], &mut [f32; QK]),
+) -> [f32; N] {
+    let mut acc = [[0.0f32; 8]; N];
     let mut wf = [0.0f32; QK];
-    for (b, xb) in w.chunks_exact(block_bytes).zip(x.chunks_exact(QK)) {
+    for (i, b) in w.chunks_exact(block_bytes).enumerate() {
         decode(b, &mut wf);
-        fma_lanes(&mut acc, &wf, xb);
+        for (a, x) in acc.iter_mut().zip(xs) {
+            fma_lanes(a, &wf, &x[i * QK..(i + 1) * QK]);
+        }
     }
-    acc.iter().sum()
+    acc.map(|a| a.iter().sum())
 }
 
 /// Q8_0: `d: f16, qs: [i8; 32]`; w = q d.
-pub(crate) fn q8_0(w: &[u8], x: &[f32]) -> f32 {
-    blocks(w, x, 34, |b, out| {
+pub(crate) fn q8_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    blocks(w, xs, 34, |b, out| {
         let d = f16_at(b, 0);
         for (o, &q) in out.iter_mut().zip(&b[2..34]) {
             *o = f32::from(q as i8) * d;
@@ -61,8 +70,8 @@ pub(crate) fn q8_0(w: &[u8], x: &[f32]) -> f32 {
 }
 
 /// Q4_0: `d: f16, qs: [u8; 16]`, low nibbles first; w = (n - 8) d.
-pub(crate) fn q4_0(w: &[u8], x: &[f32]) -> f32 {
-    blocks(w, x, 18, |b, out| {
+pub(crate) fn q4_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    blocks(w, xs, 18, |b, out| {
         let d = f16_at(b, 0);
         let (lo, hi) = out.split_at_mut(QK / 2);
         for ((l, h), &q) in lo.iter_mut().zip(hi).zip(&b[2..18]) {
@@ -73,8 +82,8 @@ pub(crate) fn q4_0(w: &[u8], x: &[f32]) -> f32 {
 }
 
 /// Q4_1: `d: f16, m: f16, qs: [u8; 16]`, low nibbles first; w = n d + m.
-pub(crate) fn q4_1(w: &[u8], x: &[f32]) -> f32 {
-    blocks(w, x, 20, |b, out| {
+pub(crate) fn q4_1<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    blocks(w, xs, 20, |b, out| {
         let (d, m) = (f16_at(b, 0), f16_at(b, 2));
         let (lo, hi) = out.split_at_mut(QK / 2);
         for ((l, h), &q) in lo.iter_mut().zip(hi).zip(&b[4..20]) {
@@ -98,21 +107,24 @@ pub(crate) fn k_scales(s: &[u8]) -> ([u8; 8], [u8; 8]) {
 
 /// Q4_K: super-blocks of 256 = 8 sub-blocks of 32, `d, dmin: f16, scales: [u8; 12], qs: [u8; 128]`;
 /// sub-blocks 2c and 2c+1 are the low and high nibbles of `qs[32c..32c + 32]`; w = (d sc) n - dmin mn.
-pub(crate) fn q4_k(w: &[u8], x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
+pub(crate) fn q4_k<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[0.0f32; 8]; N];
     let mut wf = [0.0f32; QK];
-    for (b, xs) in w.chunks_exact(144).zip(x.chunks_exact(8 * QK)) {
+    for (i, b) in w.chunks_exact(144).enumerate() {
         let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
         let (sc, mn) = k_scales(&b[4..16]);
-        for (sub, xb) in xs.chunks_exact(QK).enumerate() {
+        for sub in 0..8 {
             let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
             let bytes = &b[16 + 32 * (sub / 2)..16 + 32 * (sub / 2) + 32];
             let shift = 4 * (sub % 2);
             for (o, &q) in wf.iter_mut().zip(bytes) {
                 *o = dl * f32::from((q >> shift) & 0x0F) - ml;
             }
-            fma_lanes(&mut acc, &wf, xb);
+            let at = (8 * i + sub) * QK;
+            for (a, x) in acc.iter_mut().zip(xs) {
+                fma_lanes(a, &wf, &x[at..at + QK]);
+            }
         }
     }
-    acc.iter().sum()
+    acc.map(|a| a.iter().sum())
 }

@@ -65,15 +65,20 @@ fn i8_to_f32(n: v128) -> [v128; 4] {
     ]
 }
 
-/// `acc + sum over 16 elements of (n d + m) x`, where `n` holds 16 values widened to f32 and `x` starts
-/// at element `at` of `xs`.
-fn fma16(acc: v128, n: [v128; 4], d: v128, m: v128, xs: &[f32], at: usize) -> v128 {
-    let mut acc = acc;
-    for (k, nk) in n.into_iter().enumerate() {
-        let w = f32x4_add(f32x4_mul(nk, d), m);
-        acc = f32x4_add(acc, f32x4_mul(w, load(xs, at + 4 * k)));
+/// The 16 weights `n d + m`, from 16 values widened to f32.
+fn scale16(n: [v128; 4], d: v128, m: v128) -> [v128; 4] {
+    n.map(|nk| f32x4_add(f32x4_mul(nk, d), m))
+}
+
+/// `acc[t] += w x` over 16 elements of each row `xs[t]`, starting at element `at`. Each row gets the same
+/// operations in the same order whatever `N` is, so a token's result does not depend on how many tokens
+/// share the pass.
+fn fma16<const N: usize>(acc: &mut [v128; N], w: [v128; 4], xs: [&[f32]; N], at: usize) {
+    for (a, x) in acc.iter_mut().zip(xs) {
+        for (k, wk) in w.iter().enumerate() {
+            *a = f32x4_add(*a, f32x4_mul(*wk, load(x, at + 4 * k)));
+        }
     }
-    acc
 }
 
 pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
@@ -92,49 +97,69 @@ pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
     )) + tail
 }
 
-pub(crate) fn q8_0(w: &[u8], x: &[f32]) -> f32 {
-    let (mut acc, zero) = (f32x4_splat(0.0), f32x4_splat(0.0));
-    for (b, xb) in w.chunks_exact(34).zip(x.chunks_exact(QK)) {
+pub(crate) fn q8_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    let (mut acc, zero) = ([f32x4_splat(0.0); N], f32x4_splat(0.0));
+    for (i, b) in w.chunks_exact(34).enumerate() {
         let d = f32x4_splat(f16_at(b, 0));
-        acc = fma16(acc, i8_to_f32(load(b, 2)), d, zero, xb, 0);
-        acc = fma16(acc, i8_to_f32(load(b, 18)), d, zero, xb, 16);
+        fma16(
+            &mut acc,
+            scale16(i8_to_f32(load(b, 2)), d, zero),
+            xs,
+            i * QK,
+        );
+        fma16(
+            &mut acc,
+            scale16(i8_to_f32(load(b, 18)), d, zero),
+            xs,
+            i * QK + 16,
+        );
     }
-    hsum_f32(acc)
+    acc.map(hsum_f32)
 }
 
-pub(crate) fn q4_0(w: &[u8], x: &[f32]) -> f32 {
-    let (mut acc, zero) = (f32x4_splat(0.0), f32x4_splat(0.0));
+pub(crate) fn q4_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    let (mut acc, zero) = ([f32x4_splat(0.0); N], f32x4_splat(0.0));
     let (mask, eight) = (u8x16_splat(0x0F), i8x16_splat(8));
-    for (b, xb) in w.chunks_exact(18).zip(x.chunks_exact(QK)) {
+    for (i, b) in w.chunks_exact(18).enumerate() {
         let d = f32x4_splat(f16_at(b, 0));
         let qs = load(b, 2);
         let lo = i8x16_sub(v128_and(qs, mask), eight);
         let hi = i8x16_sub(u8x16_shr(qs, 4), eight);
-        acc = fma16(acc, i8_to_f32(lo), d, zero, xb, 0);
-        acc = fma16(acc, i8_to_f32(hi), d, zero, xb, 16);
+        fma16(&mut acc, scale16(i8_to_f32(lo), d, zero), xs, i * QK);
+        fma16(&mut acc, scale16(i8_to_f32(hi), d, zero), xs, i * QK + 16);
     }
-    hsum_f32(acc)
+    acc.map(hsum_f32)
 }
 
-pub(crate) fn q4_1(w: &[u8], x: &[f32]) -> f32 {
-    let mut acc = f32x4_splat(0.0);
+pub(crate) fn q4_1<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [f32x4_splat(0.0); N];
     let mask = u8x16_splat(0x0F);
-    for (b, xb) in w.chunks_exact(20).zip(x.chunks_exact(QK)) {
+    for (i, b) in w.chunks_exact(20).enumerate() {
         let (d, m) = (f32x4_splat(f16_at(b, 0)), f32x4_splat(f16_at(b, 2)));
         let qs = load(b, 4);
-        acc = fma16(acc, u8_to_f32(v128_and(qs, mask)), d, m, xb, 0);
-        acc = fma16(acc, u8_to_f32(u8x16_shr(qs, 4)), d, m, xb, 16);
+        fma16(
+            &mut acc,
+            scale16(u8_to_f32(v128_and(qs, mask)), d, m),
+            xs,
+            i * QK,
+        );
+        fma16(
+            &mut acc,
+            scale16(u8_to_f32(u8x16_shr(qs, 4)), d, m),
+            xs,
+            i * QK + 16,
+        );
     }
-    hsum_f32(acc)
+    acc.map(hsum_f32)
 }
 
-pub(crate) fn q4_k(w: &[u8], x: &[f32]) -> f32 {
-    let mut acc = f32x4_splat(0.0);
+pub(crate) fn q4_k<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [f32x4_splat(0.0); N];
     let mask = u8x16_splat(0x0F);
-    for (b, xs) in w.chunks_exact(144).zip(x.chunks_exact(8 * QK)) {
+    for (i, b) in w.chunks_exact(144).enumerate() {
         let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
         let (sc, mn) = k_scales(&b[4..16]);
-        for (sub, xb) in xs.chunks_exact(QK).enumerate() {
+        for sub in 0..8 {
             // Sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles) share 32 bytes of qs.
             let at = 16 + 32 * (sub / 2);
             let (q0, q1) = (load(b, at), load(b, at + 16));
@@ -145,9 +170,10 @@ pub(crate) fn q4_k(w: &[u8], x: &[f32]) -> f32 {
             };
             let dl = f32x4_splat(d * f32::from(sc[sub]));
             let ml = f32x4_splat(-(dmin * f32::from(mn[sub])));
-            acc = fma16(acc, u8_to_f32(n0), dl, ml, xb, 0);
-            acc = fma16(acc, u8_to_f32(n1), dl, ml, xb, 16);
+            let x = (8 * i + sub) * QK;
+            fma16(&mut acc, scale16(u8_to_f32(n0), dl, ml), xs, x);
+            fma16(&mut acc, scale16(u8_to_f32(n1), dl, ml), xs, x + 16);
         }
     }
-    hsum_f32(acc)
+    acc.map(hsum_f32)
 }

@@ -74,7 +74,13 @@ fn dot64(a: &[f32], b: &[f32]) -> f64 {
         .sum()
 }
 
-fn check(ty: GgmlType, kernel: fn(&[u8], &[f32]) -> f32) {
+/// `one` against the dequantized f64 product, and `four` (the same kernel on four rows at once) against
+/// `one`, bit for bit: draft verification relies on a token's logits not depending on its neighbours.
+fn check(
+    ty: GgmlType,
+    one: fn(&[u8], [&[f32]; 1]) -> [f32; 1],
+    four: fn(&[u8], [&[f32]; 4]) -> [f32; 4],
+) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ty.block_layout().1 as u64);
     let (block_len, _) = ty.block_layout();
     for trial in 0..20 {
@@ -83,7 +89,7 @@ fn check(ty: GgmlType, kernel: fn(&[u8], &[f32]) -> f32) {
         let row = random_row(&mut rng, ty, blocks);
         let w = dequantize("w", ty, &row).unwrap();
         let x = random_x(&mut rng, n);
-        let got = f64::from(kernel(&row, &x));
+        let got = f64::from(one(&row, [&x])[0]);
         // Blocks are decoded with the dequantizer's arithmetic, so only the f32 summation order differs.
         let want = dot64(&w, &x);
         let magnitude: f64 = w
@@ -95,27 +101,42 @@ fn check(ty: GgmlType, kernel: fn(&[u8], &[f32]) -> f32) {
             (got - want).abs() <= 1e-6 * magnitude + 1e-30,
             "{ty:?} trial {trial}: {got} vs dequantized {want}"
         );
+        let others: Vec<Vec<f32>> = (0..3).map(|_| random_x(&mut rng, n)).collect();
+        let together = four(&row, [&others[0], &x, &others[1], &others[2]]);
+        assert_eq!(
+            together[1].to_bits(),
+            one(&row, [&x])[0].to_bits(),
+            "{ty:?} trial {trial}"
+        );
+        for (k, other) in others.iter().enumerate() {
+            let alone = one(&row, [other])[0];
+            assert_eq!(
+                together[[0, 2, 3][k]].to_bits(),
+                alone.to_bits(),
+                "{ty:?} trial {trial}"
+            );
+        }
     }
 }
 
 #[test]
 fn q8_0_matches_dequantized() {
-    check(GgmlType::Q8_0, kernels::q8_0);
+    check(GgmlType::Q8_0, kernels::q8_0::<1>, kernels::q8_0::<4>);
 }
 
 #[test]
 fn q4_0_matches_dequantized() {
-    check(GgmlType::Q4_0, kernels::q4_0);
+    check(GgmlType::Q4_0, kernels::q4_0::<1>, kernels::q4_0::<4>);
 }
 
 #[test]
 fn q4_1_matches_dequantized() {
-    check(GgmlType::Q4_1, kernels::q4_1);
+    check(GgmlType::Q4_1, kernels::q4_1::<1>, kernels::q4_1::<4>);
 }
 
 #[test]
 fn q4_k_matches_dequantized() {
-    check(GgmlType::Q4_K, kernels::q4_k);
+    check(GgmlType::Q4_K, kernels::q4_k::<1>, kernels::q4_k::<4>);
 }
 
 #[test]

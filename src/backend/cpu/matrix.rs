@@ -12,10 +12,31 @@ enum Data {
     F32(Vec<f32>),
     Blocks {
         ty: GgmlType,
+        kernel: Kernel,
         bytes: Vec<u8>,
         row_bytes: usize,
-        dot: fn(&[u8], &[f32]) -> f32,
     },
+}
+
+/// The block types with a kernel that reads them directly.
+#[derive(Clone, Copy)]
+enum Kernel {
+    Q8_0,
+    Q4_0,
+    Q4_1,
+    Q4K,
+}
+
+impl Kernel {
+    /// One weight row times `N` activation rows.
+    fn dot<const N: usize>(self, w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+        match self {
+            Kernel::Q8_0 => kernels::q8_0(w, xs),
+            Kernel::Q4_0 => kernels::q4_0(w, xs),
+            Kernel::Q4_1 => kernels::q4_1(w, xs),
+            Kernel::Q4K => kernels::q4_k(w, xs),
+        }
+    }
 }
 
 pub(crate) struct Matrix {
@@ -38,11 +59,11 @@ impl Matrix {
     /// kernel reads the type, otherwise dequantized to f32 once here.
     pub fn from_gguf(t: &TensorInfo, rows: usize, cols: usize) -> Result<Self> {
         let ty = t.ggml_type();
-        let dot: fn(&[u8], &[f32]) -> f32 = match ty {
-            GgmlType::Q8_0 => kernels::q8_0,
-            GgmlType::Q4_0 => kernels::q4_0,
-            GgmlType::Q4_1 => kernels::q4_1,
-            GgmlType::Q4_K => kernels::q4_k,
+        let kernel = match ty {
+            GgmlType::Q8_0 => Kernel::Q8_0,
+            GgmlType::Q4_0 => Kernel::Q4_0,
+            GgmlType::Q4_1 => Kernel::Q4_1,
+            GgmlType::Q4_K => Kernel::Q4K,
             _ => return Ok(Self::dense(rows, cols, t.to_f32()?)),
         };
         let (block_len, block_bytes) = ty.block_layout();
@@ -61,9 +82,9 @@ impl Matrix {
             cols,
             data: Data::Blocks {
                 ty,
+                kernel,
                 bytes: t.data().to_vec(),
                 row_bytes: cols / block_len * block_bytes,
-                dot,
             },
         })
     }
@@ -98,11 +119,11 @@ impl Matrix {
     }
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
-    /// row is read once and used for every token, so a prefill chunk costs one pass over the weights; with
-    /// several tokens a quantized row is also decoded once, then multiplied as f32.
+    /// row is read once per pass and used for every token; a quantized block is decoded once for up to
+    /// eight tokens. A token's result is the same whatever other tokens share the pass, so verifying
+    /// draft tokens in one pass gives exactly the logits of one-token steps.
     pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
         let (rows, cols) = (self.rows, self.cols);
-        let tokens = x.len() / cols;
         match &self.data {
             Data::F32(w) => {
                 for (r, wr) in w.chunks_exact(cols).enumerate() {
@@ -112,23 +133,41 @@ impl Matrix {
                 }
             }
             Data::Blocks {
-                ty,
+                kernel,
                 bytes,
                 row_bytes,
-                dot,
+                ..
             } => {
-                for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
-                    if tokens == 1 {
-                        out[r] = dot(wr, x);
-                        continue;
-                    }
-                    let wf = quant::dequantize("weight row", *ty, wr)?;
-                    for (t, xt) in x.chunks_exact(cols).enumerate() {
-                        out[t * rows + r] = kernels::dense(&wf, xt);
+                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
+                let mut first = 0;
+                for group in [8, 4, 2, 1] {
+                    while xs.len() - first >= group {
+                        let part = &xs[first..first + group];
+                        for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
+                            let mut put = |t: usize, v: f32| out[(first + t) * rows + r] = v;
+                            match group {
+                                8 => each(kernel.dot(wr, rows_of::<8>(part)), &mut put),
+                                4 => each(kernel.dot(wr, rows_of::<4>(part)), &mut put),
+                                2 => each(kernel.dot(wr, rows_of::<2>(part)), &mut put),
+                                _ => each(kernel.dot(wr, rows_of::<1>(part)), &mut put),
+                            }
+                        }
+                        first += group;
                     }
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// The first `N` rows of `part` (which holds exactly `N`) as an array.
+fn rows_of<'a, const N: usize>(part: &[&'a [f32]]) -> [&'a [f32]; N] {
+    std::array::from_fn(|t| part[t])
+}
+
+fn each<const N: usize>(values: [f32; N], put: &mut impl FnMut(usize, f32)) {
+    for (t, v) in values.into_iter().enumerate() {
+        put(t, v);
     }
 }

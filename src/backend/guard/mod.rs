@@ -41,6 +41,13 @@ fn from_wonnx(error: SessionError) -> WispError {
         SessionError::GpuError(wonnx::GpuError::InferenceInputMissing(name)) => {
             WispError::InvalidInput(format!("input '{name}' is missing"))
         }
+        SessionError::GpuError(wonnx::GpuError::CompileError {
+            node,
+            error: wonnx::CompileError::ComputeLimitExceeded(what, needed, limit),
+        }) => WispError::ModelTooLarge(format!(
+            "node '{node}' needs {needed} {what} in one dispatch; the GPU allows {limit} \
+             (maxComputeWorkgroupsPerDimension): use a smaller context or chunk"
+        )),
         SessionError::GpuError(wonnx::GpuError::BufferAsyncError(e)) => {
             WispError::GpuInternal(format!("reading a GPU buffer back failed: {e}"))
         }
