@@ -87,7 +87,10 @@ export class Agent {
 
   /**
    * Runs one user message to an answer. Resolves to `{ text, finishReason, steps, toolCalls, usage }`.
-   * `options`: `signal`, `onEvent(event)`, `maxSteps`, and generation options (`maxTokens`, `temperature`, ...).
+   * `options`: `signal`, `onEvent(event)`, `maxSteps`, `toolChoice` (`"auto"`, `"none"`, `"required"`, a tool
+   * name or `{ type: "function", function: { name } }`), and generation options (`maxTokens`, `temperature`, ...).
+   * Every call the model makes names a registered tool and has arguments valid for its schema: once a call
+   * begins, decoding is constrained to that (see README, "Constrained tool calls").
    */
   async run(input, options = {}) {
     let result;
@@ -140,12 +143,15 @@ export class Agent {
     if (options.seed !== undefined) request.sampling.seed = options.seed;
     if (signal?.aborted) throw abortError(signal);
     await wrapAsync(() => this.#core.pushUser(String(input)));
+    // "required" and a named tool apply to the first message only (then "auto"), or the model could never
+    // answer with the tools' results; "none" holds for the whole run.
+    let toolChoice = options.toolChoice ?? this.#options.toolChoice ?? "auto";
     const toolCalls = [];
-    const usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0 };
+    const usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, forcedTokens: 0 };
     const started = performance.now();
     for (let step = 1; step <= maxSteps; step++) {
       yield { type: "step_start", step };
-      const turn = await wrapAsync(() => this.#core.startTurn(request));
+      const turn = await wrapAsync(() => this.#core.startTurn(request, toolChoice));
       const calls = [];
       let text = "";
       let finish;
@@ -170,6 +176,7 @@ export class Agent {
         usage.promptTokens += u.promptTokens;
         usage.cachedTokens += u.cachedTokens;
         usage.completionTokens += u.completionTokens;
+        usage.forcedTokens += u.forcedTokens;
       } finally {
         turn.free();
       }
@@ -180,6 +187,7 @@ export class Agent {
         done(result);
         return;
       }
+      if (toolChoice !== "none") toolChoice = "auto";
       const outcomes = await Promise.all(calls.map((call) => this.#runTool(call, signal)));
       for (const outcome of outcomes) {
         toolCalls.push(outcome);
@@ -247,7 +255,7 @@ function splitOptions(model, options) {
   return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }, rest];
 }
 
-/** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens }`. */
+/** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens, toolChoice }`. */
 export function createAgentFor(model, coreModel, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
   return new Agent(wrap(() => new core.Agent(coreModel, coreOptions)), rest, release);

@@ -282,11 +282,19 @@ export interface AgentResult {
   finishReason: "stop" | "length" | "eos_token" | "max_steps";
   steps: number;
   toolCalls: { id: string; name: string; arguments: unknown; result?: unknown; error?: string; ms: number }[];
-  usage: { promptTokens: number; cachedTokens: number; completionTokens: number; totalMs: number };
+  /** `forcedTokens`: completion tokens the tool-call grammar forced (appended without sampling). */
+  usage: { promptTokens: number; cachedTokens: number; completionTokens: number; forcedTokens: number; totalMs: number };
 }
+
+/**
+ * Which calls the model may make: `"auto"` (default: text or calls), `"none"`, `"required"` (the message
+ * starts with a call), or one tool by name. "required" and a name hold for the run's first message only.
+ */
+export type ToolChoice = "auto" | "none" | "required" | string | { type: "function"; function: { name: string } };
 
 export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
   maxSteps?: number;
+  toolChoice?: ToolChoice;
   onEvent?: (event: AgentEvent) => void;
 }
 
@@ -317,6 +325,8 @@ export function createAgent(options: {
   maxResultChars?: number;
   temperature?: number;
   maxTokens?: number;
+  /** The runs' default `toolChoice`. */
+  toolChoice?: ToolChoice;
 }): Promise<Agent>;
 
 /**

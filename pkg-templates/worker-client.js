@@ -241,8 +241,8 @@ class RemoteAgent {
     return this.#channel.call("agentMessages", { handle: this.#handle });
   }
 
-  async startTurn(request) {
-    return new RemoteTurn(this.#channel, await this.#channel.call("turnStart", { handle: this.#handle, request }));
+  async startTurn(request, toolChoice) {
+    return new RemoteTurn(this.#channel, await this.#channel.call("turnStart", { handle: this.#handle, request, toolChoice }));
   }
 
   free() {

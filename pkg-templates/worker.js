@@ -78,7 +78,7 @@ const ops = {
   },
   agentMessages: ({ handle }) => held(handle).messages,
   agentFree: ({ handle }) => release(handle),
-  turnStart: async ({ handle, request }) => keep(await held(handle).startTurn(request)),
+  turnStart: async ({ handle, request, toolChoice }) => keep(await held(handle).startTurn(request, toolChoice)),
   // The last step also carries the turn's usage, so that the page needs no extra round trip.
   async turnStep({ handle }) {
     const turn = held(handle);

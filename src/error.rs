@@ -69,6 +69,10 @@ pub enum WispError {
     /// No tool with this name is registered (the model may invent names).
     #[error("no tool named '{0}' is registered")]
     UnknownTool(String),
+    /// The registered tools cannot be turned into a decoding grammar (a parameter schema llguidance does not
+    /// support), or the grammar failed while decoding.
+    #[error("tool-call grammar: {0}")]
+    ToolGrammar(String),
     /// A tool call's arguments do not satisfy the tool's parameter schema. The message lists every
     /// problem with its JSON Pointer, so it can be handed back to the model as is.
     #[error(
@@ -120,6 +124,7 @@ impl WispError {
             WispError::InvalidTool(_) => "INVALID_TOOL",
             WispError::DuplicateTool(_) => "DUPLICATE_TOOL",
             WispError::UnknownTool(_) => "UNKNOWN_TOOL",
+            WispError::ToolGrammar(_) => "TOOL_GRAMMAR",
             WispError::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
         }
     }
@@ -151,6 +156,7 @@ mod tests {
             WispError::InvalidTool("x".into()),
             WispError::DuplicateTool("x".into()),
             WispError::UnknownTool("x".into()),
+            WispError::ToolGrammar("x".into()),
             WispError::InvalidToolArguments {
                 tool: "x".into(),
                 problems: Vec::new(),

@@ -2,11 +2,13 @@
 //! the calls and their results are written into.
 
 pub mod conversation;
+pub mod grammar;
 pub mod toolcall;
 pub mod tools;
 pub mod turn;
 
 pub use conversation::{canonical_json, Conversation, RecordedCall};
+pub use grammar::{GrammarEnv, ToolChoice, ToolConstraint};
 pub use toolcall::{ParseEvent, ToolCallFormat, ToolCallParser};
 pub use tools::{ArgumentProblem, ToolRegistry, ToolSpec};
 pub use turn::{Turn, TurnEvent, TurnStep};

@@ -72,6 +72,11 @@ impl ToolRegistry {
         self.find(name).map(|tool| &tool.spec)
     }
 
+    /// The tool names, in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|tool| tool.spec.name.as_str())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }

@@ -1,7 +1,7 @@
 //! `Agent`: a conversation with a model, its tools (schemas here; the functions stay in JavaScript), and
 //! turns whose tool calls are parsed and validated in Rust. `pkg-templates/agent.js` runs the loop.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use js_sys::Promise;
@@ -11,7 +11,10 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::model::{busy, start, Inner, Model};
 use super::{to_js, to_js_value};
-use crate::agent::{Conversation, RecordedCall, ToolCallFormat, ToolSpec, Turn};
+use crate::agent::{
+    Conversation, GrammarEnv, RecordedCall, ToolCallFormat, ToolChoice, ToolConstraint, ToolSpec,
+    Turn,
+};
 use crate::bundle;
 use crate::error::{Result, WispError};
 
@@ -52,6 +55,21 @@ fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T
 pub struct Agent {
     model: Rc<Inner>,
     conversation: Rc<RefCell<Conversation>>,
+    /// The model's vocabulary for tool-call grammars, built with the first tool.
+    grammar: Rc<OnceCell<GrammarEnv>>,
+}
+
+/// The model's grammar environment, built on first use.
+fn grammar_env<'a>(cell: &'a OnceCell<GrammarEnv>, model: &Inner) -> Result<&'a GrammarEnv> {
+    if let Some(env) = cell.get() {
+        return Ok(env);
+    }
+    let env = GrammarEnv::new(
+        model.tokenizer()?,
+        model.config.vocab_size,
+        &model.eos_token_ids,
+    )?;
+    Ok(cell.get_or_init(|| env))
 }
 
 #[wasm_bindgen]
@@ -81,6 +99,7 @@ impl Agent {
         Ok(Agent {
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
+            grammar: Rc::new(OnceCell::new()),
         })
     }
 
@@ -90,17 +109,29 @@ impl Agent {
             .map_err(|_| to_js(busy()))
     }
 
-    /// Registers a tool's description: `{ name, description, parameters, timeoutMs }`.
+    /// Registers a tool's description: `{ name, description, parameters, timeoutMs }`. A schema that
+    /// cannot be turned into a tool-call grammar is refused here (`TOOL_GRAMMAR`), not at the next turn.
     #[wasm_bindgen(js_name = addTool)]
     pub fn add_tool(&self, spec: JsValue) -> std::result::Result<(), JsValue> {
         let input: ToolInput = from_js(spec, "tool").map_err(to_js)?;
+        let name = input.name.clone();
         let spec = ToolSpec {
             name: input.name,
             description: input.description,
             parameters: input.parameters,
             timeout_ms: input.timeout_ms,
         };
-        self.conversation()?.tools.register(spec).map_err(to_js)
+        let mut conversation = self.conversation()?;
+        conversation.tools.register(spec).map_err(to_js)?;
+        let checked = grammar_env(&self.grammar, &self.model).and_then(|env| {
+            let only = ToolChoice::Named(name.clone());
+            ToolConstraint::new(env, &conversation.tools, conversation.format, &only, false)
+        });
+        if let Err(error) = checked {
+            conversation.tools.remove(&name);
+            return Err(to_js(error));
+        }
+        Ok(())
     }
 
     #[wasm_bindgen(js_name = removeTool)]
@@ -181,11 +212,20 @@ impl Agent {
     }
 
     /// Starts the next assistant message (the same generation options as `Model.startGeneration`).
+    /// `toolChoice` (`"auto"` when undefined, `"none"`, `"required"`, a tool name or `{ type: "function",
+    /// function: { name } }`) says which calls it may make; every call it makes names a registered tool and
+    /// has schema-valid arguments (constrained decoding).
     #[wasm_bindgen(js_name = startTurn)]
-    pub fn start_turn(&self, request: JsValue) -> Promise {
+    pub fn start_turn(&self, request: JsValue, tool_choice: JsValue) -> Promise {
         let model = Rc::clone(&self.model);
         let conversation = Rc::clone(&self.conversation);
+        let grammar = Rc::clone(&self.grammar);
         future_to_promise(async move {
+            let choice: ToolChoice = if tool_choice.is_undefined() || tool_choice.is_null() {
+                ToolChoice::Auto
+            } else {
+                from_js(tool_choice, "toolChoice").map_err(to_js)?
+            };
             let prompt = {
                 let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
                 let template = model
@@ -198,7 +238,26 @@ impl Agent {
                     .and_then(|t| t.encode(&text))
                     .map_err(to_js)?
             };
-            let (generation, epoch) = start(&model, &prompt, request).await.map_err(to_js)?;
+            // Built before the prefill, so that a bad `toolChoice` fails without touching the cache.
+            let constraint = {
+                let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
+                if conversation.tools.is_empty()
+                    && matches!(choice, ToolChoice::Auto | ToolChoice::None)
+                {
+                    None
+                } else {
+                    let env = grammar_env(&grammar, &model).map_err(to_js)?;
+                    let tools = &conversation.tools;
+                    let constraint =
+                        ToolConstraint::new(env, tools, conversation.format, &choice, true)
+                            .map_err(to_js)?;
+                    Some(constraint)
+                }
+            };
+            let (mut generation, epoch) = start(&model, &prompt, request).await.map_err(to_js)?;
+            if let Some(constraint) = constraint {
+                generation.add_processor(Box::new(constraint));
+            }
             let turn = {
                 let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
                 Turn::new(generation, &conversation)

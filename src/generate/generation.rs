@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::{
-    lookup, Decoder, DraftPolicy, FinishReason, Sampler, SamplingParams, StopChecker,
-    StopConditions, TextStream,
+    lookup, Decoder, DraftPolicy, FinishReason, LogitsProcessor, Sampler, SamplingParams,
+    StopChecker, StopConditions, TextStream,
 };
 use crate::error::{Result, WispError};
 use crate::profile::now_ms;
@@ -41,14 +41,19 @@ pub struct Usage {
     /// Draft tokens run through the model, and how many of them were kept.
     pub draft_tokens: usize,
     pub accepted_draft_tokens: usize,
+    /// Completion tokens a constraint forced (jump-forward): appended without sampling, run through the
+    /// model in the same pass as the sampled token before them.
+    pub forced_tokens: usize,
     /// Forward passes of the model (prefill chunks not counted separately).
     pub passes: usize,
 }
 
-/// What one step produced: the token, the text that may be shown now, and whether the generation is over.
+/// What one step produced: the sampled token, the tokens a constraint forced after it, the text of both
+/// that may be shown now, and whether the generation is over.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {
     pub token: u32,
+    pub forced: Vec<u32>,
     pub text: String,
     pub finish: Option<FinishReason>,
 }
@@ -120,6 +125,11 @@ impl Generation {
         })
     }
 
+    /// Constrains the tokens from the next step on (see `Sampler::add_processor`).
+    pub fn add_processor(&mut self, processor: Box<dyn LogitsProcessor>) {
+        self.sampler.add_processor(processor);
+    }
+
     pub fn finish_reason(&self) -> Option<FinishReason> {
         self.finish
     }
@@ -141,21 +151,36 @@ impl Generation {
             .sampler
             .sample(&mut self.logits, &decoder.tokens()[..confirmed])?;
         let t = decoder.profile_mut().lap("sampling", t);
-        self.usage.completion_tokens += 1;
-        let delta = self.stream.push(tokenizer, token)?;
-        let step = self.stop.push(token, &delta);
+        let (mut text, mut finish) = self.push(tokenizer, token)?;
         let profile = decoder.profile_mut();
         profile.lap("detokenize_stop", t);
         profile.tokens_sampled += 1;
-        let mut text = step.text;
-        let mut finish = step.finish;
-        if finish.is_none() && confirmed + 1 >= decoder.capacity() {
+        let mut fed = vec![token];
+        if finish.is_none() {
+            for forced in self.sampler.jump_forward()? {
+                if confirmed + fed.len() + 1 >= decoder.capacity() {
+                    // No room to run it: the constraint is ahead of the model, so the generation ends.
+                    text.push_str(&self.stop.flush());
+                    finish = Some(FinishReason::Length);
+                    break;
+                }
+                let (more, end) = self.push(tokenizer, forced)?;
+                text.push_str(&more);
+                fed.push(forced);
+                self.usage.forced_tokens += 1;
+                if end.is_some() {
+                    finish = end;
+                    break;
+                }
+            }
+        }
+        if finish.is_none() && confirmed + fed.len() >= decoder.capacity() {
             // The context is full: end as if the budget ran out.
             text.push_str(&self.stop.flush());
             finish = Some(FinishReason::Length);
         }
         match finish {
-            None => self.advance(decoder, token).await?,
+            None => self.advance(decoder, &fed).await?,
             Some(reason) => {
                 self.drop_drafts(decoder)?;
                 if reason == FinishReason::Length {
@@ -166,48 +191,79 @@ impl Generation {
         self.finish = finish;
         Ok(Step {
             token,
+            forced: fed.split_off(1),
             text,
             finish,
         })
     }
 
-    /// Puts `token` in the cache and the logits after it in `self.logits`: from the drafts when the first
-    /// one is `token`, otherwise by a pass over `token` and fresh drafts.
-    async fn advance(&mut self, decoder: &mut Decoder, token: u32) -> Result<()> {
-        if let Some((draft, _)) = self.drafts.front() {
-            if *draft == token {
-                if let Some((_, logits)) = self.drafts.pop_front() {
-                    self.logits = logits;
-                    self.usage.accepted_draft_tokens += 1;
-                    self.pass_accepted += 1;
-                }
-                if self.drafts.is_empty() && self.policy.adaptive {
-                    self.draft_len = (self.draft_len * 2).min(self.policy.max_len);
-                }
-                return Ok(());
+    /// Counts a generated token and passes it through the detokenizer and the stop conditions.
+    fn push(
+        &mut self,
+        tokenizer: &Tokenizer,
+        token: u32,
+    ) -> Result<(String, Option<FinishReason>)> {
+        self.usage.completion_tokens += 1;
+        let delta = self.stream.push(tokenizer, token)?;
+        let step = self.stop.push(token, &delta);
+        Ok((step.text, step.finish))
+    }
+
+    /// Puts `tokens` (the sampled one, then any forced ones) in the cache and the logits after the last in
+    /// `self.logits`: from the drafts while they match, otherwise by one pass over the rest and fresh
+    /// drafts.
+    async fn advance(&mut self, decoder: &mut Decoder, tokens: &[u32]) -> Result<()> {
+        let mut rest = tokens;
+        while let (Some(&token), Some((draft, _))) = (rest.first(), self.drafts.front()) {
+            if *draft != token {
+                break;
             }
+            if let Some((_, logits)) = self.drafts.pop_front() {
+                self.logits = logits;
+                self.usage.accepted_draft_tokens += 1;
+                self.pass_accepted += 1;
+            }
+            rest = &rest[1..];
+            if self.drafts.is_empty() && self.policy.adaptive {
+                self.draft_len = (self.draft_len * 2).min(self.policy.max_len);
+            }
+        }
+        let Some(&last) = rest.last() else {
+            return Ok(());
+        };
+        if !self.drafts.is_empty() {
             if self.pass_accepted == 0 && self.policy.adaptive {
                 self.draft_len = (self.draft_len / 2).max(1);
             }
             self.drop_drafts(decoder)?;
         }
-        // Room left in the context and in the token budget after `token`.
+        // Room left in the context and in the token budget after `rest`.
         let room = decoder
             .capacity()
-            .saturating_sub(decoder.len() + 2)
+            .saturating_sub(decoder.len() + rest.len() + 1)
             .min(self.stop.remaining_tokens().saturating_sub(1));
         let t = now_ms();
-        let drafts = lookup::draft(
-            decoder.tokens(),
-            token,
-            self.draft_len.min(room),
-            self.policy.min_ngram,
-        );
+        // Drafts look up the history up to `last`; after forced tokens (not in the cache yet) none are
+        // drafted: the pass already carries several tokens.
+        let drafts = if rest.len() == 1 {
+            lookup::draft(
+                decoder.tokens(),
+                last,
+                self.draft_len.min(room),
+                self.policy.min_ngram,
+            )
+        } else {
+            Vec::new()
+        };
         decoder.profile_mut().lap("draft_lookup", t);
-        let mut input = Vec::with_capacity(1 + drafts.len());
-        input.push(token);
+        let mut input = Vec::with_capacity(rest.len() + drafts.len());
+        input.extend_from_slice(rest);
         input.extend_from_slice(&drafts);
-        let mut rows = decoder.forward(&input).await?.into_iter();
+        let mut rows = decoder
+            .forward(&input)
+            .await?
+            .into_iter()
+            .skip(rest.len() - 1);
         self.logits = rows
             .next()
             .ok_or_else(|| WispError::GpuInternal("the step returned no logits".into()))?;

@@ -11,4 +11,10 @@ pub trait LogitsProcessor {
 
     /// Told the token that was sampled, so that a stateful constraint can advance.
     fn accept(&mut self, token: u32) -> Result<()>;
+
+    /// After `accept`: the tokens that must come next (the constraint allows nothing else), already
+    /// accepted by this processor, so the generation can append them without sampling (jump-forward).
+    fn jump_forward(&mut self) -> Result<Vec<u32>> {
+        Ok(Vec::new())
+    }
 }

@@ -170,6 +170,25 @@ impl Sampler {
         Ok(token)
     }
 
+    /// The tokens a processor forces after the last sampled one (see `LogitsProcessor::jump_forward`); the
+    /// other processors are told them as if sampled.
+    pub fn jump_forward(&mut self) -> Result<Vec<u32>> {
+        for i in 0..self.processors.len() {
+            let forced = self.processors[i].jump_forward()?;
+            if !forced.is_empty() {
+                for (j, other) in self.processors.iter_mut().enumerate() {
+                    if j != i {
+                        for &token in &forced {
+                            other.accept(token)?;
+                        }
+                    }
+                }
+                return Ok(forced);
+            }
+        }
+        Ok(Vec::new())
+    }
+
     /// Repetition penalty first, then presence and frequency, as vLLM orders them.
     fn apply_penalties(&mut self, logits: &mut [f32], history: &[u32]) -> Result<()> {
         let params = &self.params;

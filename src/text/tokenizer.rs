@@ -103,6 +103,15 @@ impl Tokenizer {
             .map_err(|e| invalid(format!("decode: {e}")))
     }
 
+    /// The tokenizer as Hugging Face's `tokenizer.json` (for one built from GGUF metadata too).
+    pub fn to_json(&self) -> Result<Value> {
+        let text = self
+            .inner
+            .to_string(false)
+            .map_err(|e| invalid(format!("serialize: {e}")))?;
+        serde_json::from_str(&text).map_err(|e| invalid(format!("serialize: {e}")))
+    }
+
     pub fn token_id(&self, token: &str) -> Option<u32> {
         self.inner.token_to_id(token)
     }

@@ -1,0 +1,689 @@
+//! Constrained tool calls (src/agent/grammar.rs) on the CPU backend: with the tiny random-weight fixture
+//! (which writes garbage on its own) and with the bundled model, every call that a constrained message
+//! makes parses and satisfies its tool's schema, whatever the seed, prompt and tool set; `tool_choice`
+//! behaves; jump-forward gives the same tokens as masking alone; unusable schemas are coded errors.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use wisp::agent::{
+    Conversation, GrammarEnv, ToolCallFormat, ToolChoice, ToolConstraint, ToolSpec, Turn, TurnEvent,
+};
+use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
+use wisp::model::ModelWeights;
+use wisp::text::{ChatTemplate, Tokenizer};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Model {
+    decoder: Decoder,
+    tokenizer: Tokenizer,
+    template: Option<ChatTemplate>,
+    env: GrammarEnv,
+    eos: Vec<u32>,
+}
+
+fn bundled() -> Model {
+    let dir = root().join("models/wisp-mini");
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let weights = read("model.safetensors");
+    let config = String::from_utf8(read("config.json")).unwrap();
+    let (config, source) = ModelWeights::load(&weights, Some(&config)).unwrap();
+    let tokenizer = Tokenizer::from_json(&read("tokenizer.json")).unwrap();
+    let template =
+        ChatTemplate::new(&String::from_utf8(read("chat_template.jinja")).unwrap()).unwrap();
+    let eos: Vec<u32> = ["<|im_end|>", "<|endoftext|>"]
+        .iter()
+        .map(|t| tokenizer.token_id(t).unwrap())
+        .collect();
+    let env = GrammarEnv::new(&tokenizer, config.vocab_size, &eos).unwrap();
+    Model {
+        decoder: Decoder::cpu(&config, &source, 1024).unwrap(),
+        tokenizer,
+        template: Some(template),
+        env,
+        eos,
+    }
+}
+
+/// The tiny Llama fixture: random weights, a byte-level vocabulary of 256 tokens and no end token of its
+/// own, so the token of byte 0 plays that part.
+fn tiny() -> Model {
+    let dir = root().join("tests/fixtures/decoders");
+    let config = std::fs::read_to_string(dir.join("llama.config.json")).unwrap();
+    let weights = std::fs::read(dir.join("llama.safetensors")).unwrap();
+    let (config, source) = ModelWeights::load(&weights, Some(&config)).unwrap();
+    let tokenizer =
+        Tokenizer::from_json(&std::fs::read(dir.join("bytes.tokenizer.json")).unwrap()).unwrap();
+    let eos = vec![tokenizer.token_id("Ā").unwrap()];
+    let env = GrammarEnv::new(&tokenizer, config.vocab_size, &eos).unwrap();
+    Model {
+        decoder: Decoder::cpu(&config, &source, 1024).unwrap(),
+        tokenizer,
+        template: None,
+        env,
+        eos,
+    }
+}
+
+fn tool(name: &str, parameters: Value) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: format!("the {name} tool"),
+        parameters,
+        timeout_ms: None,
+    }
+}
+
+/// Tool sets with enums, numbers with bounds, required and optional fields, nested objects and arrays.
+/// Strings are bounded so that a random model (which rarely closes a string) ends within the budget.
+fn tool_sets() -> Vec<Vec<ToolSpec>> {
+    vec![
+        vec![
+            tool(
+                "get_weather",
+                json!({"type": "object", "properties": {
+                    "city": {"type": "string", "maxLength": 12},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                    "required": ["city"], "additionalProperties": false}),
+            ),
+            tool(
+                "get_time",
+                json!({"type": "object", "properties": {"timezone": {"type": "string", "maxLength": 8}},
+                       "required": ["timezone"], "additionalProperties": false}),
+            ),
+        ],
+        vec![tool(
+            "set_alarm",
+            json!({"type": "object", "properties": {
+                "hour": {"type": "integer", "minimum": 0, "maximum": 23},
+                "minute": {"type": "integer", "minimum": 0, "maximum": 59},
+                "volume": {"type": "number", "minimum": 0, "maximum": 1},
+                "repeat": {"type": "boolean"}},
+                "required": ["hour", "minute"], "additionalProperties": false}),
+        )],
+        vec![
+            tool(
+                "book_trip",
+                json!({"type": "object", "properties": {
+                    "from": {"type": "object", "properties": {
+                        "lat": {"type": "number"}, "lon": {"type": "number"}},
+                        "required": ["lat", "lon"], "additionalProperties": false},
+                    "class": {"enum": ["economy", "business", 1]},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3}},
+                    "required": ["from", "class"], "additionalProperties": false}),
+            ),
+            tool(
+                "now",
+                json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            ),
+        ],
+    ]
+}
+
+const PROMPTS: &[&str] = &[
+    "What's the weather in Paris?",
+    "Wake me up at 7:30 tomorrow.",
+    "Book me a business trip from 48.8, 2.3.",
+    "What time is it in Tokyo?",
+    "hello",
+];
+
+fn conversation(tools: &[ToolSpec], format: ToolCallFormat, prompt: &str) -> Conversation {
+    let mut c = Conversation::new(None, format, 4000);
+    for spec in tools {
+        c.tools.register(spec.clone()).unwrap();
+    }
+    c.push_user(prompt);
+    c
+}
+
+fn prompt_ids(model: &Model, c: &Conversation) -> Vec<u32> {
+    match &model.template {
+        Some(template) => model
+            .tokenizer
+            .encode(&c.prompt(template).unwrap())
+            .unwrap(),
+        None => {
+            let text = format!(
+                "{}\n",
+                c.messages.last().unwrap().content.as_deref().unwrap()
+            );
+            model.tokenizer.encode(&text).unwrap()
+        }
+    }
+}
+
+#[derive(Default, Debug)]
+struct Outcome {
+    events: Vec<TurnEvent>,
+    tokens: Vec<u32>,
+    forced: usize,
+    completion: usize,
+    constrained_ms: f64,
+    finish: Option<wisp::generate::FinishReason>,
+}
+
+impl Outcome {
+    fn valid(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| matches!(e, TurnEvent::ToolCall { .. }))
+            .count()
+    }
+    fn invalid(&self) -> Vec<&TurnEvent> {
+        self.events
+            .iter()
+            .filter(|e| matches!(e, TurnEvent::InvalidCall { .. }))
+            .collect()
+    }
+    fn started(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| matches!(e, TurnEvent::ToolCallStarted))
+            .count()
+    }
+    fn text(&self) -> String {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                TurnEvent::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    model: &mut Model,
+    tools: &[ToolSpec],
+    format: ToolCallFormat,
+    prompt: &str,
+    choice: Option<&ToolChoice>,
+    jump_forward: bool,
+    sampling: SamplingParams,
+    max_new_tokens: usize,
+) -> Outcome {
+    let mut c = conversation(tools, format, prompt);
+    let ids = prompt_ids(model, &c);
+    let options = GenerateOptions {
+        sampling,
+        max_new_tokens,
+        stop: Vec::new(),
+        draft_len: None,
+    };
+    let mut generation = pollster::block_on(Generation::start(
+        &mut model.decoder,
+        &ids,
+        &model.eos,
+        options,
+        1,
+    ))
+    .unwrap();
+    if let Some(choice) = choice {
+        let constraint =
+            ToolConstraint::new(&model.env, &c.tools, format, choice, jump_forward).unwrap();
+        generation.add_processor(Box::new(constraint));
+    }
+    let mut turn = Turn::new(generation, &c);
+    let mut outcome = Outcome::default();
+    loop {
+        let t0 = Instant::now();
+        let step =
+            pollster::block_on(turn.step(&mut model.decoder, &model.tokenizer, &mut c)).unwrap();
+        outcome.constrained_ms += t0.elapsed().as_secs_f64() * 1e3;
+        outcome.events.extend(step.events);
+        if step.finish.is_some() {
+            outcome.finish = step.finish;
+            break;
+        }
+    }
+    let usage = turn.generation().usage();
+    outcome.forced = usage.forced_tokens;
+    outcome.completion = usage.completion_tokens;
+    let n = model.decoder.len();
+    outcome.tokens = model.decoder.tokens()[ids.len()..n].to_vec();
+    outcome
+}
+
+fn sampled(seed: u64) -> SamplingParams {
+    SamplingParams {
+        temperature: 1.0,
+        seed: Some(seed),
+        ..SamplingParams::default()
+    }
+}
+
+fn greedy() -> SamplingParams {
+    SamplingParams {
+        temperature: 0.0,
+        ..SamplingParams::default()
+    }
+}
+
+/// Every call of every constrained message is valid, but for one the token budget cut short (a grammar
+/// cannot make a call fit a budget); returns (valid calls, calls cut by the budget, messages).
+fn all_valid(
+    model: &mut Model,
+    format: ToolCallFormat,
+    choice: &ToolChoice,
+    seeds: u64,
+) -> (usize, usize, usize) {
+    let (mut valid, mut cut, mut messages) = (0, 0, 0);
+    for (s, tools) in tool_sets().iter().enumerate() {
+        for (p, prompt) in PROMPTS.iter().enumerate() {
+            for seed in 0..seeds {
+                let mut o = run(
+                    model,
+                    tools,
+                    format,
+                    prompt,
+                    Some(choice),
+                    true,
+                    sampled(seed),
+                    400,
+                );
+                if o.finish == Some(FinishReason::Length) {
+                    if let Some(TurnEvent::InvalidCall { error, .. }) = o.events.last() {
+                        assert!(error.contains("not closed"), "{error}");
+                        o.events.pop();
+                        o.events.pop_if(|e| *e == TurnEvent::ToolCallStarted);
+                        cut += 1;
+                    }
+                }
+                assert!(
+                    o.invalid().is_empty(),
+                    "set {s}, prompt {p}, seed {seed}: {:?}\n{o:?}",
+                    o.invalid()
+                );
+                assert_eq!(
+                    o.started(),
+                    o.valid(),
+                    "set {s}, prompt {p}, seed {seed}: {o:?}"
+                );
+                if *choice != ToolChoice::Auto {
+                    assert!(o.valid() >= 1, "set {s}, prompt {p}, seed {seed}: {o:?}");
+                }
+                valid += o.valid();
+                messages += 1;
+            }
+        }
+    }
+    (valid, cut, messages)
+}
+
+#[test]
+fn tiny_random_model_only_writes_valid_calls() {
+    let mut model = tiny();
+    for format in [ToolCallFormat::Hermes, ToolCallFormat::Llama3Json] {
+        let (valid, cut, messages) = all_valid(&mut model, format, &ToolChoice::Required, 4);
+        eprintln!("tiny model, {format:?}, required: {valid} valid calls, 0 invalid, {cut} cut by the budget, in {messages} messages");
+    }
+}
+
+#[test]
+fn tiny_random_model_unconstrained_writes_no_valid_call() {
+    // The baseline the constraint is measured against: on its own the fixture writes garbage.
+    let mut model = tiny();
+    let tools = &tool_sets()[0];
+    let o = run(
+        &mut model,
+        tools,
+        ToolCallFormat::Hermes,
+        PROMPTS[0],
+        None,
+        false,
+        sampled(0),
+        200,
+    );
+    assert_eq!(o.valid(), 0, "{o:?}");
+}
+
+#[test]
+fn bundled_model_only_writes_valid_calls() {
+    let mut model = bundled();
+    for choice in [ToolChoice::Required, ToolChoice::Auto] {
+        let (valid, cut, messages) = all_valid(&mut model, ToolCallFormat::Hermes, &choice, 3);
+        eprintln!("bundled model, Hermes, {choice:?}: {valid} valid calls, 0 invalid, {cut} cut by the budget, in {messages} messages");
+    }
+    // Speed: per generated token, constrained (masks, jump-forward) against free decoding of as many
+    // tokens, on the same prompts; and the share of tokens forced.
+    let (mut forced, mut tokens, mut constrained_ms, mut free_ms, mut free_tokens) =
+        (0, 0, 0.0, 0.0, 0);
+    for (p, prompt) in PROMPTS.iter().enumerate() {
+        let tools = &tool_sets()[p % 3];
+        let o = run(
+            &mut model,
+            tools,
+            ToolCallFormat::Hermes,
+            prompt,
+            Some(&ToolChoice::Required),
+            true,
+            greedy(),
+            400,
+        );
+        forced += o.forced;
+        tokens += o.completion;
+        constrained_ms += o.constrained_ms;
+        let free = run(
+            &mut model,
+            tools,
+            ToolCallFormat::Hermes,
+            prompt,
+            None,
+            false,
+            greedy(),
+            o.completion,
+        );
+        free_ms += free.constrained_ms;
+        free_tokens += free.completion;
+    }
+    eprintln!(
+        "bundled model, greedy, required: {forced} of {tokens} tokens forced ({:.0}%); {:.3} ms per token constrained, {:.3} ms per token free",
+        100.0 * forced as f64 / tokens as f64,
+        constrained_ms / tokens as f64,
+        free_ms / free_tokens as f64
+    );
+}
+
+#[test]
+fn tool_choice_modes() {
+    let mut model = bundled();
+    let tools = &tool_sets()[0];
+    for seed in 0..6 {
+        let prompt = PROMPTS[seed as usize % PROMPTS.len()];
+        // none: never a call, even where the model would call one.
+        let o = run(
+            &mut model,
+            tools,
+            ToolCallFormat::Hermes,
+            prompt,
+            Some(&ToolChoice::None),
+            true,
+            sampled(seed),
+            200,
+        );
+        assert_eq!(o.started(), 0, "none: {o:?}");
+        assert!(!o.text().contains("<tool_call>"), "none: {o:?}");
+        // required: the message opens with a call.
+        let o = run(
+            &mut model,
+            tools,
+            ToolCallFormat::Hermes,
+            prompt,
+            Some(&ToolChoice::Required),
+            true,
+            sampled(seed),
+            400,
+        );
+        assert_eq!(
+            o.events.first(),
+            Some(&TurnEvent::ToolCallStarted),
+            "required: {o:?}"
+        );
+        assert!(o.text().trim().is_empty(), "required: {o:?}");
+        // named: only that tool.
+        let named = ToolChoice::Named("get_time".into());
+        let o = run(
+            &mut model,
+            tools,
+            ToolCallFormat::Hermes,
+            prompt,
+            Some(&named),
+            true,
+            sampled(seed),
+            400,
+        );
+        assert!(o.valid() >= 1, "named: {o:?}");
+        for e in &o.events {
+            if let TurnEvent::ToolCall { name, .. } = e {
+                assert_eq!(name, "get_time");
+            }
+        }
+    }
+    // Llama 3 JSON: `none` keeps the message from starting like a call.
+    let mut tiny = tiny();
+    for seed in 0..6 {
+        let o = run(
+            &mut tiny,
+            tools,
+            ToolCallFormat::Llama3Json,
+            PROMPTS[0],
+            Some(&ToolChoice::None),
+            true,
+            sampled(seed),
+            60,
+        );
+        assert_eq!(o.started(), 0, "llama none: {o:?}");
+        let o = run(
+            &mut tiny,
+            tools,
+            ToolCallFormat::Llama3Json,
+            PROMPTS[0],
+            Some(&ToolChoice::Auto),
+            true,
+            sampled(seed),
+            400,
+        );
+        assert!(o.invalid().is_empty(), "llama auto: {o:?}");
+    }
+}
+
+#[test]
+fn jump_forward_gives_the_tokens_of_masking_alone() {
+    for mut model in [bundled(), tiny()] {
+        let (mut forced, mut total) = (0, 0);
+        for (s, tools) in tool_sets().iter().enumerate() {
+            for prompt in PROMPTS {
+                for format in [ToolCallFormat::Hermes, ToolCallFormat::Llama3Json] {
+                    let choice = ToolChoice::Required;
+                    let masked = run(
+                        &mut model,
+                        tools,
+                        format,
+                        prompt,
+                        Some(&choice),
+                        false,
+                        greedy(),
+                        300,
+                    );
+                    let jumped = run(
+                        &mut model,
+                        tools,
+                        format,
+                        prompt,
+                        Some(&choice),
+                        true,
+                        greedy(),
+                        300,
+                    );
+                    // The last step's tokens are not run when the budget ends the generation, and that
+                    // step may hold several tokens with jump-forward: compare what both ran.
+                    let n = masked.tokens.len().min(jumped.tokens.len());
+                    assert_eq!(
+                        masked.tokens[..n],
+                        jumped.tokens[..n],
+                        "set {s}, {prompt:?}, {format:?}"
+                    );
+                    assert_eq!(masked.events, jumped.events);
+                    assert_eq!(masked.forced, 0);
+                    forced += jumped.forced;
+                    total += jumped.completion;
+                }
+            }
+        }
+        eprintln!("jump-forward: {forced} of {total} tokens forced");
+        assert!(forced > 0);
+    }
+}
+
+#[test]
+fn unusable_schemas_are_coded_errors() {
+    let model = tiny();
+    let weird = [
+        // Look-around is not in llguidance's regular expressions.
+        json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=a)a"}}}),
+        json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a)\\1"}}}),
+        // Contradictions leave no value at all.
+        json!({"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 1}}, "required": ["a"]}),
+        json!({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {"type": "integer"}]}}, "required": ["a"]}),
+    ];
+    for parameters in weird {
+        let mut c = Conversation::new(None, ToolCallFormat::Hermes, 100);
+        c.tools.register(tool("t", parameters.clone())).unwrap();
+        match ToolConstraint::new(
+            &model.env,
+            &c.tools,
+            ToolCallFormat::Hermes,
+            &ToolChoice::Required,
+            true,
+        ) {
+            Err(e) => assert_eq!(e.code(), "TOOL_GRAMMAR", "{parameters}: {e}"),
+            Ok(_) => panic!("{parameters}: compiled"),
+        }
+    }
+    let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
+    let unknown = ToolChoice::Named("nope".into());
+    let e = ToolConstraint::new(&model.env, &c.tools, ToolCallFormat::Hermes, &unknown, true)
+        .err()
+        .unwrap();
+    assert_eq!(e.code(), "UNKNOWN_TOOL");
+}
+
+/// Feeds `text` (as the tokenizer splits it) through a constraint token by token: each token must be
+/// allowed. Returns the mean time of a masking step in ms.
+fn accepts(
+    env: &GrammarEnv,
+    tokenizer: &Tokenizer,
+    vocab: usize,
+    format: ToolCallFormat,
+    choice: &ToolChoice,
+    text: &str,
+) -> f64 {
+    use wisp::generate::LogitsProcessor;
+    let c = conversation(&tool_sets()[0], format, "x");
+    let mut constraint = ToolConstraint::new(env, &c.tools, format, choice, false).unwrap();
+    let ids = tokenizer.encode(text).unwrap();
+    let mut logits = vec![0.0f32; vocab];
+    let t0 = Instant::now();
+    for (i, &id) in ids.iter().enumerate() {
+        logits.fill(0.0);
+        constraint.process(&[], &mut logits).unwrap();
+        assert!(
+            logits[id as usize].is_finite(),
+            "{choice:?}: token {i} ({:?}) of {text:?} is masked",
+            tokenizer.decode(&[id]).unwrap()
+        );
+        constraint.accept(id).unwrap();
+    }
+    t0.elapsed().as_secs_f64() * 1e3 / ids.len() as f64
+}
+
+#[test]
+fn qwen3_vocabulary_allows_what_templates_write() {
+    // Qwen3's 151,669-token vocabulary (`<tool_call>` is an added, non-special token there): the forms its
+    // template writes pass the mask token by token, and a mask over the whole vocabulary is cheap.
+    let path = root().join("tests/fixtures/tokenizers/qwen3.tokenizer.json");
+    let tokenizer = Tokenizer::from_json(&std::fs::read(path).unwrap()).unwrap();
+    let vocab = 151_936;
+    let eos = vec![tokenizer.token_id("<|im_end|>").unwrap()];
+    let t0 = Instant::now();
+    let env = GrammarEnv::new(&tokenizer, vocab, &eos).unwrap();
+    let build_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"unit\": \"celsius\"}}\n</tool_call>";
+    let mut ms = Vec::new();
+    for (choice, text) in [
+        (ToolChoice::Required, format!("{call}<|im_end|>")),
+        (ToolChoice::Required, format!("{call}\n{call}<|im_end|>")),
+        (ToolChoice::Auto, format!("Let me check {{that}} <b>now</b>.\n{call}\nDone.<|im_end|>")),
+        (ToolChoice::Auto, "Just text, <tool_ no call.<|im_end|>".to_string()),
+        (ToolChoice::None, "Text only.<|im_end|>".to_string()),
+        (ToolChoice::Named("get_time".into()), "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"timezone\": \"UTC\"}}\n</tool_call><|im_end|>".to_string()),
+    ] {
+        ms.push(accepts(&env, &tokenizer, vocab, ToolCallFormat::Hermes, &choice, &text));
+    }
+    for (choice, text) in [
+        (ToolChoice::Required, "{\"name\": \"get_time\", \"parameters\": {\"timezone\": \"CET\"}}<|im_end|>"),
+        (ToolChoice::Auto, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"get_time\", \"parameters\": {\"timezone\": \"CET\"}}<|im_end|>"),
+        (ToolChoice::Auto, "It is sunny.<|im_end|>"),
+    ] {
+        ms.push(accepts(&env, &tokenizer, vocab, ToolCallFormat::Llama3Json, &choice, text));
+    }
+    eprintln!(
+        "Qwen3 vocabulary: grammar environment built in {build_ms:.0} ms; {:.3} ms per masked step (mean over forms)",
+        ms.iter().sum::<f64>() / ms.len() as f64
+    );
+    // And what the grammar forbids: an unknown tool, a wrong enum value, a missing required field.
+    use wisp::generate::LogitsProcessor;
+    let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
+    for bad in [
+        "<tool_call>\n{\"name\": \"get_wether\"",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\", \"unit\": \"kelvin\"",
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}",
+    ] {
+        let mut constraint = ToolConstraint::new(&env, &c.tools, ToolCallFormat::Hermes, &ToolChoice::Auto, false).unwrap();
+        let mut refused = false;
+        let mut logits = vec![0.0f32; vocab];
+        for id in tokenizer.encode(bad).unwrap() {
+            logits.fill(0.0);
+            constraint.process(&[], &mut logits).unwrap();
+            if !logits[id as usize].is_finite() {
+                refused = true;
+                break;
+            }
+            constraint.accept(id).unwrap();
+        }
+        assert!(refused, "{bad:?} was allowed");
+    }
+}
+
+#[test]
+fn tags_that_are_special_tokens() {
+    // Where `<tool_call>` is a special token (its bytes cannot be written as text), the grammar names the
+    // token: the same forms pass, and `none` masks it.
+    use wisp::generate::LogitsProcessor;
+    let path = root().join("tests/fixtures/tokenizers/qwen3.tokenizer.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    for added in json["added_tokens"].as_array_mut().unwrap() {
+        if added["content"] == "<tool_call>" || added["content"] == "</tool_call>" {
+            added["special"] = json!(true);
+        }
+    }
+    let tokenizer = Tokenizer::from_json(&serde_json::to_vec(&json).unwrap()).unwrap();
+    let vocab = 151_936;
+    let eos = vec![tokenizer.token_id("<|im_end|>").unwrap()];
+    let env = GrammarEnv::new(&tokenizer, vocab, &eos).unwrap();
+    let call = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"timezone\": \"UTC\"}}\n</tool_call>";
+    for (choice, text) in [
+        (ToolChoice::Required, format!("{call}\n{call}<|im_end|>")),
+        (ToolChoice::Auto, format!("Sure.\n{call}\nDone.<|im_end|>")),
+        (ToolChoice::Auto, "No call.<|im_end|>".to_string()),
+    ] {
+        accepts(
+            &env,
+            &tokenizer,
+            vocab,
+            ToolCallFormat::Hermes,
+            &choice,
+            &text,
+        );
+    }
+    let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
+    let mut none = ToolConstraint::new(
+        &env,
+        &c.tools,
+        ToolCallFormat::Hermes,
+        &ToolChoice::None,
+        false,
+    )
+    .unwrap();
+    let mut logits = vec![0.0f32; vocab];
+    none.process(&[], &mut logits).unwrap();
+    let open = tokenizer.token_id("<tool_call>").unwrap() as usize;
+    assert_eq!(logits[open], f32::NEG_INFINITY);
+    assert!(logits[tokenizer.encode("Hi").unwrap()[0] as usize].is_finite());
+}
