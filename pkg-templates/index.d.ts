@@ -147,7 +147,7 @@ export interface GenerateOptions {
   /**
    * Speculation without a draft model: up to this many tokens copied from the context (prompt lookup)
    * are checked in the same pass as each new token. The output is exactly the same; only the number of
-   * passes changes. Default: the backend's choice (WebGPU: chunk length - 1, CPU: 7); 0 turns it off.
+   * passes changes. Default: the backend's choice (WebGPU: chunk length - 1; CPU: 0, off, since each row costs arithmetic there); 0 turns it off.
    */
   draftTokens?: number;
   /** Stops between tokens; the promise rejects with an AbortError. */

@@ -18,9 +18,6 @@ pub enum BackendKind {
     Cpu,
 }
 
-/// Draft tokens verified per CPU step: one token plus seven drafts fill the eight-row kernel pass.
-const CPU_DRAFT_LEN: usize = 7;
-
 /// See [`Decoder::draft_policy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DraftPolicy {
@@ -132,9 +129,10 @@ impl Decoder {
     }
 
     /// How this backend should draft. The GPU graph always runs a whole chunk, so the rows after the
-    /// new token are free: fill them, from any match. On the CPU each row costs its share of arithmetic
-    /// (a quantized weight block is decoded once for up to eight rows): draft only from matches of two
-    /// tokens or more, and fewer tokens while drafts keep failing.
+    /// new token are free: fill them, from any match. On the CPU each row costs nearly a token's
+    /// arithmetic: benches-web measured default drafting at 0.48x (wisp-mini) and 0.73x (SmolLM2) the
+    /// speed of plain decoding, so it is off unless asked for (`draft_len`), and then drafts only from
+    /// matches of two tokens or more, shortening while drafts keep failing.
     pub fn draft_policy(&self) -> DraftPolicy {
         match self {
             Decoder::Gpu(d) => DraftPolicy {
@@ -143,7 +141,7 @@ impl Decoder {
                 adaptive: false,
             },
             Decoder::Cpu(_) => DraftPolicy {
-                max_len: CPU_DRAFT_LEN,
+                max_len: 0,
                 min_ngram: 2,
                 adaptive: true,
             },
