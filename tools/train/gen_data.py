@@ -1198,8 +1198,21 @@ class CopyBuilder(Builder):
             vals["from"], vals["to"] = self.ctx.fresh(lambda: wild_unit(self.rng)), self.ctx.fresh(lambda: wild_unit(self.rng))
         return vals
 
+    REPEAT = 0.0  # share of tool-less conversations made only of repeat-back turns (the densest copy signal)
+
+    def repeat_turn(self, msgs):
+        rng = self.rng
+        v = self.ctx.fresh(lambda: rng.choice([wild_name, wild_text, wild_expr])(rng))
+        msgs.append({"role": "user", "content": rng.choice(REPEAT_ASKS).replace("{v}", str(v))})
+        msgs.append({"role": "assistant", "content": str(v)})
+
     def conversation(self):
         rng = self.rng
+        if rng.random() < self.REPEAT:
+            msgs = [{"role": "system", "content": rng.choice(SYSTEMS[:5])}] if rng.random() < 0.3 else []
+            for _ in range(rng.randint(2, 6)):
+                self.repeat_turn(msgs)
+            return msgs, []
         pool = [t for t in self.demo if t.name != "list_notes"] if rng.random() < 0.75 else self.copyable
         tools = rng.sample(pool, rng.choice([1, 1, 2]))
         if rng.random() < 0.1:
@@ -1214,9 +1227,7 @@ class CopyBuilder(Builder):
         for _ in range(rng.choice([1, 2, 2, 3])):
             r = rng.random()
             if r < 0.1:
-                v = self.ctx.fresh(lambda: rng.choice([wild_name, wild_text, wild_expr])(rng))
-                msgs.append({"role": "user", "content": rng.choice(REPEAT_ASKS).replace("{v}", str(v))})
-                msgs.append({"role": "assistant", "content": str(v)})
+                self.repeat_turn(msgs)
                 continue
             t = rng.choice(tools)
             vals = self.copy_args(t, params[t.name])
@@ -1353,6 +1364,8 @@ def main():
     ap.add_argument("--copy", type=float, default=0.0,
                     help="fraction of copy-dense conversations; keeps the existing out/eval.jsonl and keeps its "
                          "entities and procedural tools out of the new data")
+    ap.add_argument("--repeat", type=float, default=0.0,
+                    help="share of the copy-mode conversations that are tool-less repeat-back drills")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
 
@@ -1383,6 +1396,8 @@ def main():
     if args.focus:
         b.NTOOLS, b.MIX, b.EPISODES = [1, 2, 2, 3, 3, 4, 5], (0.65, 0.85), [1, 1, 1, 2]
     cb = CopyBuilder(rng, CopyCtx(rng, train_cities, guard), demo, cat, proc) if args.copy else None
+    if cb:
+        cb.REPEAT = args.repeat
     n_chars = 0
     with open(OUT / f"{args.name}.jsonl", "w") as f:
         for i in range(args.train):
