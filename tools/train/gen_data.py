@@ -7,6 +7,10 @@ rendered through chat_template.jinja) and tools/train/out/eval.jsonl (held-out e
 
 Held out from training (used only by the evaluation cases): a fifth of the real city names, a few units, the
 EVAL_* phrasings of the demo tools, the HELD_OUT tools, fresh random made-up names and fresh procedural tools.
+
+    python3 tools/train/gen_data.py --train 40000 --seed 3 --copy 0.85 --focus --name copyA
+
+adds copy-dense conversations (CopyBuilder) to a further training file and keeps the existing eval.jsonl.
 """
 import argparse
 import json
