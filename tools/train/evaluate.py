@@ -104,6 +104,7 @@ def main():
         cases = [cases[int(i * step)] for i in range(args.limit)]
     t0 = time.time()
     agg = defaultdict(lambda: defaultdict(list))
+    by_tool = defaultdict(lambda: defaultdict(list))
     with open(args.out, "w") as f:
         for c in cases:
             ids = tok.encode(c["prompt"], add_special_tokens=False).ids
@@ -113,6 +114,8 @@ def main():
             grp = c["group"].replace("-answer", "")
             for k, v in s.items():
                 agg[(grp, c["kind"])][k].append(v)
+                if grp == "demo" and c["kind"] == "call":
+                    by_tool[c["expect"]["name"]][k].append(v)
             f.write(json.dumps({"group": c["group"], "kind": c["kind"], "user": c["messages"][1]["content"],
                                 "expect": c["expect"], "output": text, "score": s}, ensure_ascii=False) + "\n")
     el = time.time() - t0
@@ -121,6 +124,10 @@ def main():
     for (g, k), d in sorted(agg.items()):
         for m, v in d.items():
             lines.append(f"| {g} | {k} | {len(v)} | {m} | {100 * sum(v) / len(v):.1f}% |")
+    lines += ["", "Demo tool calls by tool:", "", "| tool | n | valid | tool | exact |", "| --- | --- | --- | --- | --- |"]
+    for name, d in by_tool.items():
+        lines.append(f"| {name} | {len(d['valid'])} | " + " | ".join(
+            f"{100 * sum(d[m]) / len(d[m]):.0f}%" for m in ("valid", "tool", "exact")) + " |")
     rep = "\n".join(lines)
     print(rep)
     open(args.report, "w").write(rep + "\n")

@@ -7,10 +7,15 @@ rendered through chat_template.jinja) and tools/train/out/eval.jsonl (held-out e
 
 Held out from training (used only by the evaluation cases): a fifth of the real city names, a few units, the
 EVAL_* phrasings of the demo tools, the HELD_OUT tools, fresh random made-up names and fresh procedural tools.
+
+    python3 tools/train/gen_data.py --train 40000 --seed 3 --copy 0.85 --focus --name copyA
+
+adds copy-dense conversations (CopyBuilder) to a further training file and keeps the existing eval.jsonl.
 """
 import argparse
 import json
 import random
+import re
 import string
 
 from common import OUT, cjson, render
@@ -1039,6 +1044,210 @@ class Builder:
 
 
 # ----------------------------------------------------------------------------------------------------------
+# copy-dense conversations (--copy): short prompts, several requests each, values the model cannot guess
+
+class Guard:
+    """Rejects values that share a word with the held-out evaluation arguments, so that data generated after
+    out/eval.jsonl (which only excludes the names of its own seed-1 training run) never shows an eval entity."""
+
+    def __init__(self, words):
+        self.words = words
+
+    @staticmethod
+    def split(v):
+        return [w for w in re.split(r"[^a-z0-9]+", str(v).lower()) if len(w) >= 4]
+
+    def ok(self, v):
+        return not any(w in self.words for w in self.split(v))
+
+    def __contains__(self, v):
+        # lets Ctx use a Guard as its `exclude` set for made-up places
+        return not self.ok(v)
+
+
+def eval_guard():
+    common = {w.lower() for w in WORDS + PRODUCTS + NOTE_STARTS + FIRST + LAST + SYL_A}
+    words = set()
+    for line in open(OUT / "eval.jsonl"):
+        c = json.loads(line)
+        for v in c["expect"].get("arguments", {}).values():
+            if isinstance(v, str):
+                words.update(w for w in Guard.split(v) if w not in common)
+    words.update(w for pair in EVAL_UNITS for u in pair for w in Guard.split(u))
+    return Guard(words)
+
+
+def recase(w, rng):
+    r = rng.random()
+    if r < 0.55:
+        return w.capitalize()
+    if r < 0.7:
+        return w
+    if r < 0.8:
+        return w.upper()
+    i = rng.randrange(1, len(w)) if len(w) > 1 else 0
+    return w[:i].capitalize() + w[i:].capitalize()
+
+
+def wild_name(rng):
+    """1-3 made-up words of 1-5 syllables, mixed case, sometimes with digits, a hyphen or an apostrophe."""
+    words = [recase(made_up(rng, rng.choice([1, 2, 3, 3, 4, 5])), rng) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
+    r = rng.random()
+    if r < 0.15:
+        words.append(str(rng.randint(1, 9999)))
+    elif r < 0.25:
+        return "-".join(words)
+    elif r < 0.3:
+        words[0] = rng.choice(["O'", "d'", "L'"]) + words[0]
+    return " ".join(words)
+
+
+def wild_number(rng):
+    r = rng.random()
+    if r < 0.4:
+        return rng.randint(0, 10 ** rng.randint(1, 7))
+    v = round(rng.uniform(0, 10 ** rng.randint(1, 5)), rng.randint(1, 4))
+    return v if v != int(v) else int(v)
+
+
+def wild_expr(rng):
+    n = lambda: str(wild_number(rng))
+    parts = [n()]
+    for _ in range(rng.randint(1, 4)):
+        parts += [rng.choice(["+", "-", "*", "/", "%", "^"]), n()]
+    if len(parts) > 3 and rng.random() < 0.4:
+        i = rng.randrange(0, len(parts) - 2, 2)
+        parts[i], parts[i + 2] = "(" + parts[i], parts[i + 2] + ")"
+    return ("" if rng.random() < 0.3 else " ").join(parts)
+
+
+def wild_text(rng):
+    pick = lambda: rng.choice([rng.choice(WORDS + PRODUCTS + NOTE_STARTS), made_up(rng), wild_name(rng),
+                               str(wild_number(rng)), "#" + str(rng.randint(1, 999)), rng.choice(FIRST)])
+    words = [pick() for _ in range(rng.randint(2, 8))]
+    if len(words) > 2 and rng.random() < 0.4:
+        i = rng.randrange(1, len(words))
+        words[i - 1] += rng.choice([",", ":", " -", ";"])
+    return " ".join(words)
+
+
+def wild_unit(rng):
+    return made_up(rng, rng.choice([1, 2, 2, 3])) + rng.choice(["", "", "s", "s"])
+
+
+class CopyCtx(Ctx):
+    """Entity pools of the copy mode: a quarter real training cities, the rest made-up, all passed by the Guard."""
+
+    def __init__(self, rng, cities, guard):
+        super().__init__(rng, cities, None, set())
+        self.guard = guard
+        self.units = UNITS
+
+    def fresh(self, gen):
+        while True:
+            v = gen()
+            if self.guard.ok(v):
+                return v
+
+    def city(self):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.25:
+            c = rng.choice(self.cities)
+        elif r < 0.55:
+            c = self.fresh(lambda: made_up_place(rng))
+        else:
+            c = self.fresh(lambda: wild_name(rng))
+        return c.lower() if rng.random() < 0.06 else c
+
+    def person(self):
+        return self.fresh(lambda: wild_name(self.rng))
+
+
+def hard_gen(p):
+    """The copy-mode generator for a parameter (None: keep the normal value, e.g. enums and booleans)."""
+    if p.gen == "expr":
+        return lambda rng, ctx: wild_expr(rng)
+    if p.gen in ("text", "query"):
+        return lambda rng, ctx: ctx.fresh(lambda: wild_text(rng))
+    if p.type == "number" and p.gen == "num":
+        return lambda rng, ctx: wild_number(rng)
+    if p.type == "integer":
+        return lambda rng, ctx: rng.randint(0, 10 ** rng.randint(1, 6))
+    if p.type == "string" and not p.enum and p.gen in ("city", "person", "word", "product", "song"):
+        return lambda rng, ctx: ctx.fresh(lambda: wild_name(rng))
+    return None
+
+
+REPEAT_ASKS = ["Repeat exactly: {v}", "Say \"{v}\"", "Please repeat this back: {v}", "echo {v}",
+               "Copy this text: {v}", "Write {v}", "Can you repeat {v}?", "Type {v} for me."]
+
+
+class CopyBuilder(Builder):
+    """Short prompts (1-2 tools, short system text), 2-4 requests per conversation, most values made hard to
+    guess so that only copying from the user message or the tool result lowers the loss."""
+
+    def __init__(self, rng, ctx, demo, catalogue, proc_fn):
+        super().__init__(rng, ctx, demo, catalogue, proc_fn)
+        # catalogue tools whose values are mostly free text or names
+        self.copyable = [t for t in catalogue if any(hard_gen(p) for p in t.params)]
+
+    def copy_args(self, tool, params):
+        vals = tool_args(tool, params, self.rng, self.ctx)
+        for p in tool.params:
+            gen = hard_gen(p)
+            if p.name in vals and gen and self.rng.random() < 0.75:
+                vals[p.name] = gen(self.rng, self.ctx)
+        if tool.name == "convert_units" and self.rng.random() < 0.3:
+            vals["from"], vals["to"] = self.ctx.fresh(lambda: wild_unit(self.rng)), self.ctx.fresh(lambda: wild_unit(self.rng))
+        return vals
+
+    REPEAT = 0.0  # share of tool-less conversations made only of repeat-back turns (the densest copy signal)
+
+    def repeat_turn(self, msgs):
+        rng = self.rng
+        v = self.ctx.fresh(lambda: rng.choice([wild_name, wild_text, wild_expr])(rng))
+        msgs.append({"role": "user", "content": rng.choice(REPEAT_ASKS).replace("{v}", str(v))})
+        msgs.append({"role": "assistant", "content": str(v)})
+
+    def conversation(self):
+        rng = self.rng
+        if rng.random() < self.REPEAT:
+            msgs = [{"role": "system", "content": rng.choice(SYSTEMS[:5])}] if rng.random() < 0.3 else []
+            for _ in range(rng.randint(2, 6)):
+                self.repeat_turn(msgs)
+            return msgs, []
+        pool = [t for t in self.demo if t.name != "list_notes"] if rng.random() < 0.75 else self.copyable
+        tools = rng.sample(pool, rng.choice([1, 1, 2]))
+        if rng.random() < 0.1:
+            tools.append(rng.choice(self.demo))
+        tools = list({t.name: t for t in tools}.values())
+        rendered, params = [], {}
+        for t in tools:
+            ps, s = t.schema(rng)
+            rendered.append(s)
+            params[t.name] = ps
+        msgs = [{"role": "system", "content": rng.choice(SYSTEMS[:5])}] if rng.random() < 0.7 else []
+        for _ in range(rng.choice([1, 2, 2, 3])):
+            r = rng.random()
+            if r < 0.1:
+                self.repeat_turn(msgs)
+                continue
+            t = rng.choice(tools)
+            vals = self.copy_args(t, params[t.name])
+            args = ordered(params[t.name], vals)
+            msgs.append({"role": "user", "content": ask_text(t, vals, rng, t.asks, 0.5)})
+            msgs.append(call_msg(t.name, args))
+            if t.name == "list_notes":
+                res = {"notes": [self.ctx.fresh(lambda: wild_text(rng)) for _ in range(rng.randint(1, 3))]}
+            else:
+                res = t.result(args, rng, self.ctx)
+            msgs.append({"role": "tool", "content": tool_json(res, rng)})
+            msgs.append({"role": "assistant", "content": fmt_answer(t, args, res, rng)})
+        return msgs, rendered
+
+
+# ----------------------------------------------------------------------------------------------------------
 # evaluation cases
 
 def eval_cases(rng, ctx, demo, catalogue, held, proc_fn, n_per=25):
@@ -1156,6 +1365,11 @@ def main():
     ap.add_argument("--focus", action="store_true",
                     help="phase-2 mix: shorter prompts (1-5 tools), 65%% demo tools, 1-2 episodes")
     ap.add_argument("--name", default="train", help="output name: out/NAME.jsonl")
+    ap.add_argument("--copy", type=float, default=0.0,
+                    help="fraction of copy-dense conversations; keeps the existing out/eval.jsonl and keeps its "
+                         "entities and procedural tools out of the new data")
+    ap.add_argument("--repeat", type=float, default=0.0,
+                    help="share of the copy-mode conversations that are tool-less repeat-back drills")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
 
@@ -1167,11 +1381,14 @@ def main():
 
     rng = random.Random(args.seed)
     seen_names = set()
-    ctx = Ctx(rng, train_cities, seen_names, set())
+    guard = eval_guard() if args.copy else set()
+    ctx = Ctx(rng, train_cities, seen_names, guard)
     ctx.units = UNITS
     demo, cat, held = demo_tools(), catalogue_tools(), held_out_tools()
     held_names = {t.name for t in held}
     proc_taken = {t.name for t in demo + cat} | held_names
+    if args.copy:
+        proc_taken |= {s["function"]["name"] for l in open(OUT / "eval.jsonl") for s in json.loads(l)["tools"]}
     proc_names = set()
 
     def proc():
@@ -1182,15 +1399,20 @@ def main():
     b = Builder(rng, ctx, demo, cat, proc)
     if args.focus:
         b.NTOOLS, b.MIX, b.EPISODES = [1, 2, 2, 3, 3, 4, 5], (0.65, 0.85), [1, 1, 1, 2]
+    cb = CopyBuilder(rng, CopyCtx(rng, train_cities, guard), demo, cat, proc) if args.copy else None
+    if cb:
+        cb.REPEAT = args.repeat
     n_chars = 0
     with open(OUT / f"{args.name}.jsonl", "w") as f:
         for i in range(args.train):
-            msgs, rendered = b.conversation()
+            msgs, rendered = (cb if rng.random() < args.copy else b).conversation()
             text = render(msgs, rendered)
             n_chars += len(text)
             f.write(json.dumps({"messages": msgs, "tools": rendered, "text": text}, ensure_ascii=False) + "\n")
     print(f"train: {args.train} conversations, {n_chars} characters, {len(seen_names)} made-up places, "
           f"{len(proc_names)} procedural tools")
+    if args.copy:
+        return
 
     erng = random.Random(args.seed + 1000)
     ectx = Ctx(erng, eval_cities, None, seen_names)

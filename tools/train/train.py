@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 
 from common import MODEL_DIR, OUT, TEMPLATE_PATH
-from model import LlamaForCausalLM, hf_state_dict
+from evaluate import parse_calls, same
+from model import LlamaForCausalLM, greedy, hf_state_dict
 
 CONFIG = {
     "architectures": ["LlamaForCausalLM"],
@@ -119,6 +120,37 @@ def val_loss(model, data, vb):
     return tot / max(n, 1)
 
 
+def probe_cases(tok, n):
+    """About n held-out demo tool-call cases from out/eval.jsonl, spread over the tools (a quick copy metric)."""
+    cases = [c for c in map(json.loads, open(OUT / "eval.jsonl")) if c["group"] == "demo" and c["kind"] == "call"]
+    cases = [cases[int(i * len(cases) / n)] for i in range(min(n, len(cases)))]
+    return [(tok.encode(c["prompt"]).ids, c["expect"]) for c in cases]
+
+
+@torch.no_grad()
+def probe(model, cases, stops, tok):
+    """Greedy decoding: (right tool, exact call) counts."""
+    model.eval()
+    tool = exact = 0
+    for ids, exp in cases:
+        out, _ = greedy(model, ids, 80, stops)
+        calls, ok = parse_calls(tok.decode([i for i in out if i not in stops], skip_special_tokens=False))
+        if ok and len(calls) == 1 and calls[0] and calls[0]["name"] == exp["name"]:
+            tool += 1
+            exact += same(calls[0]["arguments"], exp["arguments"])
+    model.train()
+    return tool, exact
+
+
+def load_weights(model, path):
+    """A state_dict checkpoint (.pt) or exported F16 weights (.safetensors, upcast to f32)."""
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+        model.load_state_dict({k: v.float() for k, v in load_file(path).items()})
+    else:
+        model.load_state_dict(torch.load(path))
+
+
 def export(model, tok):
     from safetensors.torch import save_file
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
@@ -142,7 +174,10 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default="train", help="out/DATA.jsonl")
-    ap.add_argument("--resume", default=None, help="continue from a state_dict checkpoint (fresh optimizer and schedule)")
+    ap.add_argument("--resume", default=None,
+                    help="continue from a state_dict checkpoint or a model.safetensors (fresh optimizer and schedule)")
+    ap.add_argument("--probe-minutes", type=float, default=5, help="how often to run the held-out copy probe")
+    ap.add_argument("--probe-cases", type=int, default=40)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -158,10 +193,12 @@ def main():
     print(f"data: {len(data)} conversations, {n_tok} tokens, {n_asst} assistant (loss) tokens; "
           f"val {len(val)}; prepared in {time.time() - t0:.0f}s", flush=True)
     vb = batches(val, args.budget, random.Random(1))
+    pcases = probe_cases(tok, args.probe_cases)
+    stops = {tok.token_to_id("<|im_end|>"), tok.token_to_id("<|endoftext|>")}
 
     model = LlamaForCausalLM(CONFIG)
     if args.resume:
-        model.load_state_dict(torch.load(args.resume))
+        load_weights(model, args.resume)
         print(f"resumed from {args.resume}", flush=True)
     n_par = sum(p.numel() for p in model.parameters())
     print(f"model: {n_par} parameters; config {json.dumps(CONFIG)}", flush=True)
@@ -171,7 +208,7 @@ def main():
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     budget_s = args.minutes * 60
     start = time.time()
-    step, epoch, seen_tok, last_val = 0, 0, 0, start
+    step, epoch, seen_tok, last_val, last_probe = 0, 0, 0, start, start - args.probe_minutes * 60
     ema = None
     done = False
     while not done:
@@ -202,6 +239,12 @@ def main():
                 last_val = time.time()
                 print(f"val step {step} t {el / 60:.1f}m val_loss {val_loss(model, val, vb):.4f}", flush=True)
                 torch.save(model.state_dict(), OUT / "ckpt.pt")
+            if time.time() - last_probe > args.probe_minutes * 60:
+                last_probe = time.time()
+                tool, exact = probe(model, pcases, stops, tok)
+                print(f"probe step {step} t {el / 60:.1f}m held-out demo calls: right tool {tool}/{len(pcases)} "
+                      f"exact {exact}/{len(pcases)} ({time.time() - last_probe:.0f}s)", flush=True)
+                torch.save(model.state_dict(), OUT / f"ckpt_step{step}.pt")
     el = time.time() - start
     print(f"done: {step} steps, {epoch} epochs (last partial), {seen_tok} tokens, {el / 60:.1f} min; "
           f"final val_loss {val_loss(model, val, vb):.4f}", flush=True)
