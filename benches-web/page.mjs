@@ -109,7 +109,7 @@ export function wispEncode(text) {
 
 /**
  * Greedy generation from a cold cache: seek(0) first, or the prompt would be reused from the last run.
- * `draftTokens`: 0 for plain one-token-per-pass decoding, as the peers do; undefined for Wisp's default
+ * `draftTokens`: 0 for plain one-token-per-pass decoding, as the peers do; 7 for prompt-lookup drafts (opt-in on the CPU backend)
  * prompt-lookup speculation. `profile`: resets the model's profile first and returns it with the run.
  */
 export async function wispGenerate(ids, maxTokens, { draftTokens, profile } = {}) {

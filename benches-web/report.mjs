@@ -42,7 +42,7 @@ function label(engine, e) {
   if (engine === "ort-wasm" && e.info?.numThreads != null) return `ort-wasm, ${e.info.numThreads} thread${e.info.numThreads === 1 ? "" : "s"}`;
   if (engine === "native-webgpu") return `native wonnx (${e.info?.adapter || "Vulkan"})`;
   if (engine === "native-cpu") return "native CPU kernels, 1 thread";
-  if (engine === "wisp-cpu-lookup") return "wisp-cpu + prompt-lookup drafts (Wisp's default)";
+  if (engine === "wisp-cpu-lookup") return "wisp-cpu + prompt-lookup drafts (draftTokens: 7)";
   return engine;
 }
 

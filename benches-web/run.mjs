@@ -80,11 +80,11 @@ const models = opt("--models", "wisp-mini,smollm2").split(",");
 // wisp-cpu first: its greedy tokens are the reference. ort-webgpu last: on SwiftShader it can crash the page.
 const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,ort-webgpu").split(",");
 // Wisp engines: backend and speculation. The main rows decode one token per pass (draftTokens 0), as the
-// peers do; wisp-cpu-lookup is Wisp's default (prompt-lookup drafts, same tokens), on the decode prompt only.
+// peers do; wisp-cpu-lookup asks for prompt-lookup drafts (draftTokens 7; same tokens), on the decode prompt only.
 const WISP = {
   "wisp-cpu": { backend: "cpu", draftTokens: 0 },
   "wisp-webgpu": { backend: "webgpu", draftTokens: 0 },
-  "wisp-cpu-lookup": { backend: "cpu", plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
+  "wisp-cpu-lookup": { backend: "cpu", draftTokens: 7, plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
 };
 
 const median = (xs) => {
