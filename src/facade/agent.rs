@@ -9,7 +9,7 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::model::{busy, start, Inner, Model};
+use super::model::{busy, release_drafts, start, Inner, Model};
 use super::{to_js, to_js_value};
 use crate::agent::{
     Conversation, GrammarEnv, RecordedCall, ToolCallFormat, ToolChoice, ToolConstraint, ToolSpec,
@@ -319,15 +319,8 @@ impl AgentTurn {
 impl Drop for AgentTurn {
     /// As for `Generation`: unconfirmed draft tokens of an abandoned turn leave the cache.
     fn drop(&mut self) {
-        if self.model.epoch.get() != self.epoch {
-            return;
-        }
-        if let (Ok(mut decoder), Ok(mut turn)) = (
-            self.model.decoder.try_borrow_mut(),
-            self.turn.try_borrow_mut(),
-        ) {
-            // Cannot fail: the drafts are the newest cached tokens.
-            let _ = turn.drop_drafts(&mut decoder);
+        if let Ok(mut turn) = self.turn.try_borrow_mut() {
+            release_drafts(&self.model, self.epoch, |decoder| turn.drop_drafts(decoder));
         }
     }
 }

@@ -389,16 +389,27 @@ impl Drop for Generation {
     /// A generation freed before its end (abort, early exit) may leave draft tokens it never confirmed in
     /// the cache: they go, so the cache holds exactly the prompt and the tokens produced.
     fn drop(&mut self) {
-        if self.inner.epoch.get() != self.epoch {
-            return;
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            release_drafts(&self.inner, self.epoch, |decoder| {
+                state.drop_drafts(decoder)
+            });
         }
-        if let (Ok(mut decoder), Ok(mut state)) = (
-            self.inner.decoder.try_borrow_mut(),
-            self.state.try_borrow_mut(),
-        ) {
-            // Cannot fail: the drafts are the newest cached tokens.
-            let _ = state.drop_drafts(&mut decoder);
-        }
+    }
+}
+
+/// Runs `drop_drafts` on the model's decoder when the generation (or turn) of `epoch` is still the
+/// model's latest use; a later call has already replaced or reused its cache otherwise.
+pub(super) fn release_drafts(
+    inner: &Inner,
+    epoch: u64,
+    drop_drafts: impl FnOnce(&mut Decoder) -> Result<()>,
+) {
+    if inner.epoch.get() != epoch {
+        return;
+    }
+    if let Ok(mut decoder) = inner.decoder.try_borrow_mut() {
+        // Cannot fail: the drafts are the newest cached tokens.
+        let _ = drop_drafts(&mut decoder);
     }
 }
 
