@@ -46,7 +46,10 @@ describe("MV3 extension (www/extension/)", () => {
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });
     const chat = await panel.locator("#chat").innerText();
     t.diagnostic(chat.replaceAll("\n", " | "));
-    assert.match(await panel.locator("#chat li.tool").first().textContent(), /^→ [\w-]+\(/);
+    // Constrained decoding lets the model call only the registered tool, with valid arguments.
+    const trace = await panel.locator("#chat li.tool").first().textContent();
+    assert.match(trace, /^→ get_active_tab_title\(\{\}\)/);
+    assert.ok(trace.includes(`"title":"${TITLE}"`), trace);
     assert.doesNotMatch(chat, /\(error /);
     await panel.screenshot({ path: new URL("../../www/screenshots/extension.png", import.meta.url).pathname });
     assert.deepEqual(consoleMessages.filter((m) => m.startsWith("pageerror") || m.includes("Content Security Policy")), []);

@@ -18,7 +18,8 @@ export const tabTitle = [
   {
     name: "get_active_tab_title",
     description: "Get the title of the browser tab the user is looking at.",
-    parameters: { type: "object", properties: {} },
+    // No arguments: with additionalProperties false the grammar lets the model write only {}.
+    parameters: { type: "object", properties: {}, additionalProperties: false },
   },
   async () => {
     const tab = await activeTab();
