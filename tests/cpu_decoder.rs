@@ -193,11 +193,11 @@ fn memcpy_bandwidth() -> f64 {
     n as f64 / best
 }
 
-/// The kernels decode each weight block with the dequantizer's arithmetic and keep activations in f32,
-/// so only the summation order differs from the f32 reference: the bound of tests/smollm2.rs holds.
-/// (8-bit activations, as llama.cpp uses, moved these logits by up to 0.47 and flipped the first greedy
-/// token of the first prompt, whose margin is 0.08.)
-const SMOL_LOGIT_TOLERANCE: f32 = 2e-3;
+/// The kernels multiply the weights' integers with activations rounded to i16 per block of 32 (a step
+/// of 1/32767 of the block's largest value): measured up to 0.007 from the f32 reference (f32 activations
+/// stayed within 2e-3); greedy tokens are unchanged. (8-bit activations, as llama.cpp uses, moved these
+/// logits by up to 0.47 and flipped the first greedy token of the first prompt, whose margin is 0.08.)
+const SMOL_LOGIT_TOLERANCE: f32 = 1e-2;
 
 #[test]
 #[ignore = "needs the SmolLM2 GGUF: bash tools/fetch-smollm2.sh"]

@@ -1,6 +1,7 @@
 //! The per-layer math of the decoder (the same as `graph::decoder`'s), on rows of f32 activations: small
 //! functions that a backend trait can later name one by one.
 
+use super::kernels;
 use crate::model::RopeStyle;
 
 /// RMSNorm of each row of `x` (rows as long as `w`) into `out`: `x / sqrt(mean(x^2) + eps) * w`.
@@ -123,10 +124,11 @@ pub(crate) fn attention(
             let g = head / group;
             let qh = &qt[head * dim..(head + 1) * dim];
             scores.clear();
-            scores.extend(keys.chunks_exact(kw).take(seen).map(|k| {
-                let kh = &k[g * dim..(g + 1) * dim];
-                qh.iter().zip(kh).map(|(a, b)| a * b).sum::<f32>() * scale
-            }));
+            scores.extend(
+                keys.chunks_exact(kw)
+                    .take(seen)
+                    .map(|k| kernels::dense(qh, &k[g * dim..(g + 1) * dim]) * scale),
+            );
             let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let mut sum = 0.0;
             for s in scores.iter_mut() {
