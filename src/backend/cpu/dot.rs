@@ -18,16 +18,27 @@ use super::blocks::{f32_at, BYTES_BYTES, NIBBLES_BYTES};
 /// Elements per block of every quantized layout (and per sub-block of Q4_K).
 pub(crate) const QK: usize = 32;
 
-pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    for (a, b) in w.chunks_exact(8).zip(x.chunks_exact(8)) {
-        for i in 0..8 {
-            acc[i] += a[i] * b[i];
+/// One f32 weight row times `N` activation rows: eight lanes per row, each weight chunk loaded once for
+/// all rows, and each row's operations the same whatever `N` is.
+pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[0.0f32; 8]; N];
+    for (i, wc) in w.chunks_exact(8).enumerate() {
+        for (a, x) in acc.iter_mut().zip(xs) {
+            let xc = &x[8 * i..8 * i + 8];
+            for l in 0..8 {
+                a[l] += wc[l] * xc[l];
+            }
         }
     }
     let main = w.len() / 8 * 8;
-    let tail: f32 = w[main..].iter().zip(&x[main..]).map(|(a, b)| a * b).sum();
-    acc.iter().sum::<f32>() + tail
+    std::array::from_fn(|t| {
+        let tail: f32 = w[main..]
+            .iter()
+            .zip(&xs[t][main..])
+            .map(|(a, b)| a * b)
+            .sum();
+        acc[t].iter().sum::<f32>() + tail
+    })
 }
 
 /// Per-row accumulators of the quantized kernels: four f32 lanes of scaled block products (the lanes of
@@ -47,19 +58,19 @@ impl Acc {
 
     /// Adds block `b` of `x` times the block `n d + m` (32 integer weights `n`).
     fn add(&mut self, n: &[i16; QK], d: f32, m: f32, x: QuantizedRow, b: usize) {
-        // Exact integer sums, so their order is free: eight lanes for the vectorizer, then wasm's four.
-        let mut s8 = [0i32; 8];
-        for (wc, xc) in n
-            .chunks_exact(8)
-            .zip(x.codes[b * QK..(b + 1) * QK].chunks_exact(8))
-        {
-            for i in 0..8 {
-                s8[i] += i32::from(wc[i]) * i32::from(xc[i]);
+        // Exact integer sums, so their order is free; pairs of products as wasm's lanes (and x86's
+        // pmaddwd, which LLVM can then use).
+        let mut s = [0i32; 4];
+        let codes = &x.codes[b * QK..(b + 1) * QK];
+        for (wc, xc) in n.chunks_exact(8).zip(codes.chunks_exact(8)) {
+            for j in 0..4 {
+                s[j] += i32::from(wc[2 * j]) * i32::from(xc[2 * j])
+                    + i32::from(wc[2 * j + 1]) * i32::from(xc[2 * j + 1]);
             }
         }
         let scale = d * x.scales[b];
-        for (j, lane) in self.lanes.iter_mut().enumerate() {
-            *lane += (s8[2 * j] + s8[2 * j + 1]) as f32 * scale;
+        for (lane, sj) in self.lanes.iter_mut().zip(s) {
+            *lane += sj as f32 * scale;
         }
         self.offset += m * x.sums[b];
     }

@@ -119,20 +119,29 @@ fn blocks<const N: usize>(
     acc.map(Acc::total)
 }
 
-pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
-    let mut acc = [f32x4_splat(0.0); 4];
+/// One f32 weight row times `N` activation rows: four f32x4 accumulators per row, each weight vector
+/// loaded once for all rows, and each row's operations the same whatever `N` is.
+pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[f32x4_splat(0.0); 4]; N];
     let main = w.len() / 16 * 16;
     for i in (0..main).step_by(16) {
-        for (k, a) in acc.iter_mut().enumerate() {
-            let at = i + 4 * k;
-            *a = f32x4_add(*a, f32x4_mul(load(w, at), load(x, at)));
+        let wv = [load(w, i), load(w, i + 4), load(w, i + 8), load(w, i + 12)];
+        for (a, x) in acc.iter_mut().zip(xs) {
+            let xc = &x[i..i + 16];
+            for (k, ak) in a.iter_mut().enumerate() {
+                *ak = f32x4_add(*ak, f32x4_mul(wv[k], load(xc, 4 * k)));
+            }
         }
     }
-    let tail: f32 = w[main..].iter().zip(&x[main..]).map(|(a, b)| a * b).sum();
-    hsum_f32(f32x4_add(
-        f32x4_add(acc[0], acc[1]),
-        f32x4_add(acc[2], acc[3]),
-    )) + tail
+    std::array::from_fn(|t| {
+        let tail: f32 = w[main..]
+            .iter()
+            .zip(&xs[t][main..])
+            .map(|(a, b)| a * b)
+            .sum();
+        let a = acc[t];
+        hsum_f32(f32x4_add(f32x4_add(a[0], a[1]), f32x4_add(a[2], a[3]))) + tail
+    })
 }
 
 pub(crate) fn nibbles<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {

@@ -107,46 +107,87 @@ impl Matrix {
     /// eight tokens, whose activations are quantized to i16 once per call (`activations`). A token's result is the same whatever other tokens share the pass, so verifying
     /// draft tokens in one pass gives exactly the logits of one-token steps.
     pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
-        let (rows, cols) = (self.rows, self.cols);
+        let cols = self.cols;
         match &self.data {
             Data::F32(w) => {
-                for (r, wr) in w.chunks_exact(cols).enumerate() {
-                    for (t, xt) in x.chunks_exact(cols).enumerate() {
-                        out[t * rows + r] = kernels::dense(wr, xt);
-                    }
-                }
+                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
+                products(&Dense { w, cols }, self.rows, &xs, out);
             }
             Data::Blocks {
                 layout,
                 bytes,
                 row_bytes,
             } => {
-                let xs = QuantizedRows::new(x, cols);
-                let xs: Vec<QuantizedRow> = (0..xs.len()).map(|t| xs.row(t)).collect();
-                let mut first = 0;
-                for group in [8, 4, 2, 1] {
-                    while xs.len() - first >= group {
-                        let part = &xs[first..first + group];
-                        for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
-                            let mut put = |t: usize, v: f32| out[(first + t) * rows + r] = v;
-                            match group {
-                                8 => each(layout.dot(wr, rows_of::<8>(part)), &mut put),
-                                4 => each(layout.dot(wr, rows_of::<4>(part)), &mut put),
-                                2 => each(layout.dot(wr, rows_of::<2>(part)), &mut put),
-                                _ => each(layout.dot(wr, rows_of::<1>(part)), &mut put),
-                            }
-                        }
-                        first += group;
-                    }
-                }
+                let quantized = QuantizedRows::new(x, cols);
+                let xs: Vec<QuantizedRow> =
+                    (0..quantized.len()).map(|t| quantized.row(t)).collect();
+                let weights = Quantized {
+                    layout: *layout,
+                    bytes,
+                    row_bytes: *row_bytes,
+                };
+                products(&weights, self.rows, &xs, out);
             }
         }
         Ok(())
     }
 }
 
+/// Weight rows and the kernel that multiplies one of them with `N` activation rows of type `X`.
+trait RowKernel {
+    type X: Copy;
+    fn dot<const N: usize>(&self, row: usize, xs: [Self::X; N]) -> [f32; N];
+}
+
+struct Dense<'a> {
+    w: &'a [f32],
+    cols: usize,
+}
+
+impl<'a> RowKernel for Dense<'a> {
+    type X = &'a [f32];
+    fn dot<const N: usize>(&self, row: usize, xs: [&'a [f32]; N]) -> [f32; N] {
+        kernels::dense(&self.w[row * self.cols..(row + 1) * self.cols], xs)
+    }
+}
+
+struct Quantized<'a> {
+    layout: Layout,
+    bytes: &'a [u8],
+    row_bytes: usize,
+}
+
+impl<'a> RowKernel for Quantized<'a> {
+    type X = QuantizedRow<'a>;
+    fn dot<const N: usize>(&self, row: usize, xs: [QuantizedRow<'a>; N]) -> [f32; N] {
+        let w = &self.bytes[row * self.row_bytes..(row + 1) * self.row_bytes];
+        self.layout.dot(w, xs)
+    }
+}
+
+/// `out[t * rows + r] = W[r] x[t]`: tokens in groups of 8, 4, 2 and 1, each weight row read once per
+/// group and multiplied with all its tokens.
+fn products<K: RowKernel>(k: &K, rows: usize, xs: &[K::X], out: &mut [f32]) {
+    let mut first = 0;
+    for group in [8, 4, 2, 1] {
+        while xs.len() - first >= group {
+            let part = &xs[first..first + group];
+            for r in 0..rows {
+                let mut put = |t: usize, v: f32| out[(first + t) * rows + r] = v;
+                match group {
+                    8 => each(k.dot(r, rows_of::<_, 8>(part)), &mut put),
+                    4 => each(k.dot(r, rows_of::<_, 4>(part)), &mut put),
+                    2 => each(k.dot(r, rows_of::<_, 2>(part)), &mut put),
+                    _ => each(k.dot(r, rows_of::<_, 1>(part)), &mut put),
+                }
+            }
+            first += group;
+        }
+    }
+}
+
 /// The first `N` rows of `part` (which holds exactly `N`) as an array.
-fn rows_of<'a, const N: usize>(part: &[QuantizedRow<'a>]) -> [QuantizedRow<'a>; N] {
+fn rows_of<X: Copy, const N: usize>(part: &[X]) -> [X; N] {
     std::array::from_fn(|t| part[t])
 }
 
