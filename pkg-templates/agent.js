@@ -138,6 +138,7 @@ export class Agent {
       maxTokens: options.maxTokens ?? this.#options.maxTokens ?? 256,
       stop: options.stop ?? [],
       draftTokens: options.draftTokens ?? this.#options.draftTokens,
+      responseFormat: options.responseFormat ?? this.#options.responseFormat,
       seed: crypto.getRandomValues(new Uint32Array(1))[0],
     };
     if (options.seed !== undefined) request.sampling.seed = options.seed;

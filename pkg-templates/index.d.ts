@@ -150,10 +150,22 @@ export interface GenerateOptions {
    * passes changes. Default: the backend's choice (WebGPU: chunk length - 1; CPU: 0, off, since each row costs arithmetic there); 0 turns it off.
    */
   draftTokens?: number;
+  /**
+   * The answer is one JSON value valid for the schema (constrained decoding), as OpenAI's
+   * `response_format`; `{ type: "json_object" }` asks for any JSON object. A schema that is not valid or
+   * that the grammar compiler cannot handle rejects with `RESPONSE_FORMAT` before anything runs. In an
+   * agent run, a message is then tool calls or the JSON answer.
+   */
+  responseFormat?: ResponseFormat;
   /** Stops between tokens; the promise rejects with an AbortError. */
   signal?: AbortSignal;
   onText?: (delta: string, step: { text: string; token: number }) => void;
 }
+
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; json_schema: { name?: string; description?: string; schema: object; strict?: boolean } };
 
 export interface GenerateResult {
   text: string;
@@ -327,11 +339,13 @@ export function createAgent(options: {
   maxTokens?: number;
   /** The runs' default `toolChoice`. */
   toolChoice?: ToolChoice;
+  /** The runs' default `responseFormat`: each message is tool calls or the JSON answer. */
+  responseFormat?: ResponseFormat;
 }): Promise<Agent>;
 
 /**
  * OpenAI's `chat.completions` over a loaded model: `create({ messages, tools, tool_choice, stream,
- * temperature, top_p, max_tokens, seed, stop })` returns a `chat.completion` object, or with `stream: true`
+ * temperature, top_p, max_tokens, seed, stop, response_format })` returns a `chat.completion` object, or with `stream: true`
  * an async iterable of `chat.completion.chunk` objects (tool calls as `delta.tool_calls`).
  */
 export function createChatCompletions(

@@ -272,7 +272,10 @@ export class Model {
    * (default 256), `temperature` (default 0: greedy), `topK`, `topP`, `minP`, `repetitionPenalty`,
    * `presencePenalty`, `frequencyPenalty`, `seed`, `stop` (strings), `draftTokens` (prompt-lookup drafts
    * checked per pass; the output is the same, 0 turns them off), `signal` (stops between tokens and
-   * rejects with an AbortError; what was generated stays in the cache), `onText(delta)`.
+   * rejects with an AbortError; what was generated stays in the cache), `onText(delta)`, `responseFormat`
+   * (OpenAI's `{ type: "json_schema", json_schema: { name, schema } }` or `{ type: "json_object" }`: the
+   * answer is one JSON value valid for the schema, by constrained decoding; a schema that cannot be used
+   * rejects with RESPONSE_FORMAT before anything runs).
    */
   async generate(input, options = {}) {
     const stream = this.stream(input, options);
@@ -324,6 +327,7 @@ export class Model {
         maxTokens: options.maxTokens ?? 256,
         stop: options.stop ?? [],
         draftTokens: options.draftTokens,
+        responseFormat: options.responseFormat,
         seed: crypto.getRandomValues(new Uint32Array(1))[0],
       };
       generation = await call(() => this.#core().startGeneration(ids, request));

@@ -49,8 +49,8 @@ function parseRequest(params) {
   if (!Array.isArray(messages) || messages.length === 0) throw invalid("messages must be a non-empty array");
   if (!Array.isArray(tools)) throw invalid("tools must be an array");
   if (params.n !== undefined && params.n !== 1) throw invalid("n must be 1: one choice per request");
-  if (response_format !== undefined && response_format?.type !== "text") {
-    throw invalid(`response_format ${JSON.stringify(response_format?.type)} is not supported yet; use tools for structured output`);
+  if (response_format !== undefined && response_format !== null && typeof response_format !== "object") {
+    throw invalid("response_format must be { type: \"text\" | \"json_object\" | \"json_schema\", json_schema? }");
   }
   const specs = tools.map((t, i) => {
     if (t?.type !== "function" || typeof t.function?.name !== "string") {
@@ -96,7 +96,8 @@ function parseRequest(params) {
     replay: replay.filter(Boolean),
     toolChoice: toolChoiceOf(tool_choice, specs),
     stream: Boolean(stream),
-    request: { sampling, maxTokens, stop: stops, seed: crypto.getRandomValues(new Uint32Array(1))[0] },
+    // The core checks the format and its schema (INVALID_REQUEST, RESPONSE_FORMAT) before anything runs.
+    request: { sampling, maxTokens, stop: stops, responseFormat: response_format ?? undefined, seed: crypto.getRandomValues(new Uint32Array(1))[0] },
   };
 }
 
@@ -242,10 +243,21 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
   };
 }
 
+// Failures caused by the request itself: status 400, as OpenAI answers them.
+const CLIENT_ERRORS = new Set([
+  "INVALID_REQUEST",
+  "RESPONSE_FORMAT",
+  "INVALID_TOOL",
+  "DUPLICATE_TOOL",
+  "UNKNOWN_TOOL",
+  "TOOL_GRAMMAR",
+  "CONTEXT_OVERFLOW",
+]);
+
 /**
  * A `fetch` for the official `openai` SDK: answers `POST …/chat/completions` with the on-device model
  * (JSON, or server-sent events when `stream: true`); errors come back as OpenAI error bodies with status
- * 400 (bad request) or 500, and every other path is a 404.
+ * 400 (a bad request: its schema, tools, length) or 500, and every other path is a 404.
  */
 export function openaiFetch(model, options) {
   const completions = createChatCompletions(model, options);
@@ -263,7 +275,7 @@ export function openaiFetch(model, options) {
     try {
       result = await completions.create(await request.json());
     } catch (e) {
-      return error(e?.code === "INVALID_REQUEST" || e instanceof SyntaxError ? 400 : 500, e);
+      return error(CLIENT_ERRORS.has(e?.code) || e instanceof SyntaxError ? 400 : 500, e);
     }
     if (!(Symbol.asyncIterator in result)) {
       return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json" } });

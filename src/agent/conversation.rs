@@ -73,14 +73,15 @@ impl Conversation {
         self.messages.push(Message::new("user", text));
     }
 
-    /// The prompt for the next assistant message: the messages and tools through the chat template.
+    /// The prompt for the next assistant message: the messages and tools through the chat template (Hermes
+    /// style when the template has no tools section, see `hermes_prompt`).
     pub fn prompt(&self, template: &ChatTemplate) -> Result<String> {
         let tools = if self.tools.is_empty() {
             None
         } else {
             Some(self.tools.openai_tools())
         };
-        template.render(&self.messages, tools.as_ref(), true)
+        super::render_chat(template, &self.messages, tools.as_ref(), true)
     }
 
     /// Records the assistant's message: its text, and the calls it made (arguments as canonical JSON

@@ -35,7 +35,8 @@ pub enum TurnEvent {
 
 pub struct Turn {
     generation: Generation,
-    parser: ToolCallParser,
+    /// `None` when the message cannot hold calls (a JSON answer without tools): its text is all answer.
+    parser: Option<ToolCallParser>,
     text: String,
     calls: Vec<RecordedCall>,
     invalid: usize,
@@ -52,11 +53,18 @@ impl Turn {
     pub fn new(generation: Generation, conversation: &Conversation) -> Self {
         Turn {
             generation,
-            parser: ToolCallParser::new(conversation.format),
+            parser: Some(ToolCallParser::new(conversation.format)),
             text: String::new(),
             calls: Vec::new(),
             invalid: 0,
         }
+    }
+
+    /// A turn whose message is answer text only, where even a call's opener is part of the answer (a JSON
+    /// string may hold `<tool_call>`).
+    pub fn without_calls(mut self) -> Self {
+        self.parser = None;
+        self
     }
 
     pub fn generation(&self) -> &Generation {
@@ -75,10 +83,17 @@ impl Turn {
         conversation: &mut Conversation,
     ) -> Result<TurnStep> {
         let step = self.generation.step(decoder, tokenizer).await?;
-        let mut parsed = self.parser.push(&step.text);
-        if step.finish.is_some() {
-            parsed.extend(self.parser.finish());
-        }
+        let parsed = match &mut self.parser {
+            Some(parser) => {
+                let mut parsed = parser.push(&step.text);
+                if step.finish.is_some() {
+                    parsed.extend(parser.finish());
+                }
+                parsed
+            }
+            None if step.text.is_empty() => Vec::new(),
+            None => vec![ParseEvent::Text(step.text)],
+        };
         let mut events = Vec::with_capacity(parsed.len());
         for event in parsed {
             events.push(self.accept(event, conversation));

@@ -36,6 +36,8 @@ impl Message {
 
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// Whether the template shows the model the `tools` it is given (SmolLM2's, for one, ignores them).
+    renders_tools: bool,
 }
 
 fn raise_exception(message: String) -> std::result::Result<String, Error> {
@@ -49,7 +51,28 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
-        Ok(ChatTemplate { env })
+        let mut template = ChatTemplate {
+            env,
+            renders_tools: false,
+        };
+        template.renders_tools = template.shows_probe_tool();
+        Ok(template)
+    }
+
+    /// Whether the template renders the tools it is given.
+    pub fn renders_tools(&self) -> bool {
+        self.renders_tools
+    }
+
+    /// Renders one user message with one tool and looks for the tool's name in the prompt (a template that
+    /// fails with tools does not render them either).
+    fn shows_probe_tool(&self) -> bool {
+        const NAME: &str = "wisp_probe_tool";
+        let tools = serde_json::json!([{"type": "function", "function": {"name": NAME,
+            "description": "Checks whether the chat template shows tools.",
+            "parameters": {"type": "object", "properties": {}}}}]);
+        self.render(&[Message::new("user", "Hi")], Some(&tools), true)
+            .is_ok_and(|text| text.contains(NAME))
     }
 
     /// Renders `messages` (and the tool definitions, when the template takes them).
@@ -85,6 +108,7 @@ mod tests {
     #[test]
     fn renders_smollm2() {
         let t = ChatTemplate::new(SMOLLM2).unwrap();
+        assert!(!t.renders_tools());
         let text = t
             .render(&[Message::new("user", "Hi!")], None, true)
             .unwrap();
@@ -106,6 +130,7 @@ mod tests {
                 .unwrap(),
             "HI[{\"name\": \"f\"}]"
         );
+        assert!(t.renders_tools());
         let err = t
             .render(&[Message::new("assistant", "x")], None, false)
             .unwrap_err();
