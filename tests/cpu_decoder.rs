@@ -3,6 +3,9 @@
 //! SmolLM2-135M Q4_1 reference with timings:
 //!     bash tools/fetch-smollm2.sh && cargo test --release --test cpu_decoder -- --ignored --nocapture
 
+#[path = "support/bandwidth.rs"]
+mod bandwidth;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -177,22 +180,6 @@ struct SmolReference {
     cases: Vec<SmolCase>,
 }
 
-/// Single-thread copy bandwidth in bytes per second: the best of a few copies of 256 MiB, far beyond
-/// any cache, counting the bytes read (the weights are only read).
-fn memcpy_bandwidth() -> f64 {
-    let n = 256 << 20;
-    let src = vec![1u8; n];
-    let mut dst = vec![0u8; n];
-    let mut best = f64::MAX;
-    for _ in 0..5 {
-        let t = Instant::now();
-        dst.copy_from_slice(std::hint::black_box(&src));
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&mut dst);
-    }
-    n as f64 / best
-}
-
 /// The kernels multiply the weights' integers with activations rounded to i16 per block of 32 (a step
 /// of 1/32767 of the block's largest value): measured up to 0.007 from the f32 reference (f32 activations
 /// stayed within 2e-3); greedy tokens are unchanged. (8-bit activations, as llama.cpp uses, moved these
@@ -216,7 +203,7 @@ fn smollm2_gguf_matches_the_reference() {
     let template = ChatTemplate::new(meta.get_str("tokenizer.chat_template").unwrap()).unwrap();
     let mut decoder = CpuDecoder::new(&config, &weights, 256).expect("decoder loads");
     let bytes_per_token = decoder.weight_bytes_per_pass() as f64;
-    let bandwidth = memcpy_bandwidth();
+    let bandwidth = bandwidth::memcpy_bandwidth();
     println!(
         "load: {:.2} s; weights read per token {:.1} MB; memcpy {:.1} GB/s; bound {:.2} ms/token",
         started.elapsed().as_secs_f64(),
