@@ -11,6 +11,8 @@ use wonnx::onnx::ModelProto;
 use wonnx::utils::{InputTensor, OutputTensor};
 
 pub use guard::AdapterInfo;
+#[cfg(target_arch = "wasm32")]
+pub use guard::resources as gpu_resources;
 use guard::DeviceGuard;
 pub use spec::{ElemType, TensorSpec};
 
