@@ -342,10 +342,12 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
       out.hungSignalAborted = hungSignal.aborted;
       out.lateTool = (await agent.run("Use late_tool.", { toolChoice: "late_tool" })).toolCalls.map((c) => c.result);
       out.removed = [(await attempt(() => agent.run("Use victim.", { toolChoice: "victim" }))).code, (await attempt(() => agent.run("Use removes.", { toolChoice: "removes" }))).code];
+      // A tool that closes its own agent: the run ends with SESSION_CLOSED, and so does every later call.
+      agent.tool(spec("closes"), () => (agent.close(), "closed"));
+      out.closed = [(await attempt(() => agent.run("Use closes.", { toolChoice: "closes" }))).code, (await attempt(() => agent.run("Hello."))).code];
       // The late rejection of "rejects_late" has happened by now.
       await new Promise((resolve) => setTimeout(resolve, 200));
       out.unhandled = unhandled;
-      agent.close();
       model.close();
       return out;
     });
@@ -389,6 +391,7 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
     result("removes", "removed", "removed");
     assert.deepEqual(r.removed, ["UNKNOWN_TOOL", "UNKNOWN_TOOL"]);
     error("reenters", "this agent is already running; await the current run first");
+    assert.deepEqual(r.closed, ["SESSION_CLOSED", "SESSION_CLOSED"]);
     assert.deepEqual(r.unhandled, []);
   });
 
@@ -664,14 +667,14 @@ describe("hardening: soak", () => {
     const started = Date.now();
     await page.evaluate(() => window.soak.run(0, 20));
     const start = await measure();
-    const calls = await page.evaluate(() => window.soak.run(20, 200));
+    await page.evaluate(() => window.soak.run(20, 110));
+    const middle = await measure();
+    const calls = await page.evaluate(() => window.soak.run(110, 200));
     const end = await measure();
     const seconds = (Date.now() - started) / 1000;
     const mib = (b) => (b / 2 ** 20).toFixed(2);
-    t.diagnostic(
-      `200 runs (${calls} tool calls) in ${seconds.toFixed(1)} s; after 20 runs: wasm ${mib(start.wasm)} MiB, JS heap ${mib(start.heap)} MiB; ` +
-        `after 200: wasm ${mib(end.wasm)} MiB, JS heap ${mib(end.heap)} MiB`,
-    );
+    const at = (n, m) => `after ${n}: wasm ${mib(m.wasm)} MiB, JS heap ${mib(m.heap)} MiB`;
+    t.diagnostic(`200 runs (${calls} tool calls) in ${seconds.toFixed(1)} s; ${at(20, start)}; ${at(110, middle)}; ${at(200, end)}`);
     assert.ok(calls > 100, `${calls} tool calls`);
     assert.equal(end.wasm, start.wasm, "wasm memory did not grow");
     assert.ok(end.heap - start.heap < 2 ** 20, `the JS heap grew by ${end.heap - start.heap} bytes`);
