@@ -299,7 +299,10 @@ fn with_arguments_as_text(step: &TurnStep) -> std::result::Result<serde_json::Va
             "cannot convert a result for JS: {e}"
         )))
     })?;
-    if let Some(events) = value.get_mut("events").and_then(serde_json::Value::as_array_mut) {
+    if let Some(events) = value
+        .get_mut("events")
+        .and_then(serde_json::Value::as_array_mut)
+    {
         for event in events {
             if let Some(arguments) = event.get_mut("arguments") {
                 *arguments = serde_json::Value::String(arguments.to_string());

@@ -64,10 +64,16 @@ impl Decoder {
     /// the tokens, and running out of memory mid-answer would abort the whole wasm instance.
     pub fn cpu(config: &ModelConfig, weights: &ModelWeights, context_len: usize) -> Result<Self> {
         // Keys and values of every layer, f32; in f64, where a hostile configuration cannot overflow it.
-        let per_token = [2, config.num_layers, config.num_kv_heads, config.head_dim, 4]
-            .iter()
-            .map(|&n| n as f64)
-            .product::<f64>();
+        let per_token = [
+            2,
+            config.num_layers,
+            config.num_kv_heads,
+            config.head_dim,
+            4,
+        ]
+        .iter()
+        .map(|&n| n as f64)
+        .product::<f64>();
         let bytes = per_token * context_len as f64;
         if bytes > MAX_CPU_CACHE_BYTES as f64 {
             return Err(WispError::ModelTooLarge(format!(

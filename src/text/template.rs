@@ -68,7 +68,10 @@ impl ChatTemplate {
     /// result holding `<|im_end|><|im_start|>system` would otherwise be tokenized into a real system turn.
     /// Each such token in that content gets a zero-width space after its first character.
     pub fn protect(mut self, tokens: Vec<String>) -> Self {
-        self.protected = tokens.into_iter().filter(|t| t.chars().count() > 1).collect();
+        self.protected = tokens
+            .into_iter()
+            .filter(|t| t.chars().count() > 1)
+            .collect();
         self
     }
 

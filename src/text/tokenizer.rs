@@ -134,7 +134,11 @@ impl Tokenizer {
     /// Checks that every token id the tokenizer can produce has a row in a model of `vocab_size` tokens,
     /// so that a tokenizer meant for another model fails at load (`INVALID_MODEL`), not mid-prompt.
     pub fn check_fits(&self, vocab_size: usize) -> Result<()> {
-        let largest = self.inner.get_vocab(true).into_iter().max_by_key(|(_, id)| *id);
+        let largest = self
+            .inner
+            .get_vocab(true)
+            .into_iter()
+            .max_by_key(|(_, id)| *id);
         match largest {
             Some((token, id)) if id as usize >= vocab_size => Err(invalid(format!(
                 "token {token:?} has id {id}, but the model's vocabulary has {vocab_size} rows: \

@@ -592,7 +592,7 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
     assert.deepEqual(r.unhandled, []);
   });
 
-  test("unloading the page in the middle of a generation: prompt, no crash, the next page runs", async () => {
+  test("unloading the page in the middle of a generation: prompt, no crash, the next page runs", async (t) => {
     const { context, url } = browser;
     for (const worker of [false, true]) {
       const page = await context.newPage();
@@ -612,6 +612,7 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
       const started = Date.now();
       await page.goto(`${url}/tests/browser/blank.html`, { timeout: 10_000 });
       const unloadMs = Date.now() - started;
+      t.diagnostic(`${worker ? "worker" : "page"} mode: the next page was there ${unloadMs} ms after leaving`);
       const after = await page.evaluate(async (worker) => {
         const { createAgent } = await import("/pkg/index.js");
         const agent = await createAgent({ model: { bundle: `${MINI}/manifest.json` }, worker, load: { backend: "cpu" } });
