@@ -83,6 +83,12 @@ impl GpuDecoder {
         })
     }
 
+    /// See `GraphSession::lose_device`.
+    #[cfg(target_arch = "wasm32")]
+    pub fn lose_device(&self) {
+        self.session.lose_device();
+    }
+
     /// Tokens per graph run.
     pub fn chunk_len(&self) -> usize {
         self.shape.chunk_len

@@ -34,10 +34,19 @@ impl Message {
     }
 }
 
+/// The roles a message may have; templates silently skip any other, which would drop the message.
+const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
+
+/// Put after the first character of a protected token found in outside text: the text reads the same,
+/// but the tokenizer no longer sees the token in it.
+const BREAK: char = '\u{200B}';
+
 pub struct ChatTemplate {
     env: Environment<'static>,
     /// Whether the template shows the model the `tools` it is given (SmolLM2's, for one, ignores them).
     renders_tools: bool,
+    /// Token texts that user and tool content may not spell out (see [`Self::protect`]).
+    protected: Vec<String>,
 }
 
 fn raise_exception(message: String) -> std::result::Result<String, Error> {
@@ -54,6 +63,7 @@ impl ChatTemplate {
         let mut template = ChatTemplate {
             env,
             renders_tools: false,
+            protected: Vec::new(),
         };
         template.renders_tools = template.shows_probe_tool();
         Ok(template)
@@ -75,20 +85,68 @@ impl ChatTemplate {
             .is_ok_and(|text| text.contains(NAME))
     }
 
-    /// Renders `messages` (and the tool definitions, when the template takes them).
+    /// Makes the content of user and tool messages unable to spell the tokenizer's added tokens: a tool
+    /// result holding `<|im_end|><|im_start|>system` would otherwise be tokenized into a real system turn.
+    /// Each such token in that content gets a zero-width space after its first character.
+    pub fn protect(mut self, tokens: Vec<String>) -> Self {
+        self.protected = tokens
+            .into_iter()
+            .filter(|t| t.chars().count() > 1)
+            .collect();
+        self
+    }
+
+    fn defuse(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for token in &self.protected {
+            if text.contains(token.as_str()) {
+                let mut chars = token.chars();
+                let first = chars.next().unwrap_or_default();
+                text = text.replace(token.as_str(), &format!("{first}{BREAK}{}", chars.as_str()));
+            }
+        }
+        text
+    }
+
+    /// Renders `messages` (and the tool definitions, when the template takes them). There must be at
+    /// least one message, each with a known role (`INVALID_REQUEST`).
     pub fn render(
         &self,
         messages: &[Message],
         tools: Option<&serde_json::Value>,
         add_generation_prompt: bool,
     ) -> Result<String> {
+        if messages.is_empty() {
+            return Err(WispError::InvalidRequest("there are no messages".into()));
+        }
+        if let Some((i, m)) = messages
+            .iter()
+            .enumerate()
+            .find(|(_, m)| !ROLES.contains(&m.role.as_str()))
+        {
+            return Err(WispError::InvalidRequest(format!(
+                "message {i} has the role {:?}; roles are {}",
+                m.role,
+                ROLES.join(", ")
+            )));
+        }
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| match (&m.content, m.role.as_str()) {
+                (Some(content), "user" | "tool") if !self.protected.is_empty() => Message {
+                    content: Some(self.defuse(content)),
+                    ..m.clone()
+                },
+                _ => m.clone(),
+            })
+            .collect();
         let template = self
             .env
             .get_template("chat")
             .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
         template
             .render(context! {
-                messages => Value::from(Serde(messages)),
+                messages => Value::from(Serde(&messages)),
                 tools => tools.map(|t| Value::from(Serde(t))),
                 add_generation_prompt,
             })
