@@ -149,6 +149,16 @@ fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
     assert_close(&got, case, 6, "after refusals");
 }
 
+/// The context length is the caller's number (a bundle's `context_length`, up to 2^53 - 1): nothing is
+/// allocated for it up front (the `manifest` fuzz target checks it: 200,000,000 used to ask for 800 MB).
+#[test]
+fn a_huge_context_length_allocates_nothing_up_front() {
+    let (mut dec, reference) = load("llama", 1 << 52);
+    let case = &reference.cases[0];
+    let got = dec.forward(&case.tokens[..3]).unwrap();
+    assert_close(&got, case, 0, "with a context of 2^52 tokens");
+}
+
 #[test]
 fn a_missing_tensor_is_named() {
     let json = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();

@@ -49,6 +49,11 @@ pub struct ChatTemplate {
     protected: Vec<String>,
 }
 
+/// The most minijinja instructions one render may run. A model's template is untrusted input (a GGUF file
+/// carries it) and nested loops can take forever; real templates render thousands of messages with dozens
+/// of tools well within it (see the tests).
+const FUEL: u64 = 10_000_000;
+
 fn raise_exception(message: String) -> std::result::Result<String, Error> {
     Err(Error::new(ErrorKind::InvalidOperation, message))
 }
@@ -58,6 +63,7 @@ impl ChatTemplate {
         let mut env = Environment::new();
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
+        env.set_fuel(Some(FUEL));
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
         let mut template = ChatTemplate {
@@ -150,8 +156,11 @@ impl ChatTemplate {
                 tools => tools.map(|t| Value::from(Serde(t))),
                 add_generation_prompt,
             })
-            .map_err(|e| {
-                WispError::InvalidInput(format!("rendering the chat template failed: {e:#}"))
+            .map_err(|e| match e.kind() {
+                ErrorKind::OutOfFuel => WispError::InvalidModel(format!(
+                    "chat template: rendering it takes more than {FUEL} steps"
+                )),
+                _ => WispError::InvalidInput(format!("rendering the chat template failed: {e:#}")),
             })
     }
 }
@@ -203,5 +212,56 @@ mod tests {
             err.to_string().starts_with("invalid model: chat template"),
             "{err}"
         );
+    }
+
+    /// A template that would loop for hours (10^10 iterations) fails quickly instead.
+    #[test]
+    fn a_template_that_never_ends_runs_out_of_fuel() {
+        let t = ChatTemplate::new(
+            "{% for a in range(100000) %}{% for b in range(100000) %}{{ b }}{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let err = t.render(&[], None, false).unwrap_err();
+        assert_eq!(err.code(), "INVALID_MODEL");
+        assert!(
+            err.to_string().contains("more than 10000000 steps"),
+            "{err}"
+        );
+    }
+
+    /// The fuel leaves room: the bundled template and Qwen2.5's render 2,000 messages (a 128k-token
+    /// context's worth) with 50 tools.
+    #[test]
+    fn long_conversations_with_many_tools_stay_within_the_fuel() {
+        let tools: Vec<serde_json::Value> = (0..50)
+            .map(|i| serde_json::json!({"type": "function", "function": {"name": format!("tool_{i}"),
+                "description": "Does one thing.", "parameters": {"type": "object", "properties": {
+                    "a": {"type": "string", "description": "x"}, "b": {"type": "integer", "enum": [1, 2, 3]},
+                    "c": {"type": "string"}}, "required": ["a"]}}}))
+            .collect();
+        let tools = serde_json::Value::Array(tools);
+        let mut messages = vec![Message::new("system", "You are helpful.")];
+        for i in 0..500 {
+            messages.push(Message::new("user", &format!("question {i}")));
+            let mut call = Message::new("assistant", "");
+            call.content = None;
+            call.tool_calls = Some(vec![serde_json::json!({"type": "function",
+                "function": {"name": "tool_1", "arguments": "{\"a\": \"x\"}"}})]);
+            messages.push(call);
+            messages.push(Message::new("tool", "result"));
+            messages.push(Message::new("assistant", "answer"));
+        }
+        let root = env!("CARGO_MANIFEST_DIR");
+        for path in [
+            "models/wisp-mini/chat_template.jinja",
+            "tests/fixtures/templates/qwen2.5.jinja",
+        ] {
+            let source = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+            let text = ChatTemplate::new(&source)
+                .unwrap()
+                .render(&messages, Some(&tools), true)
+                .unwrap_or_else(|e| panic!("{path}: {e}"));
+            assert!(text.contains("question 499"), "{path}");
+        }
     }
 }
