@@ -221,7 +221,9 @@ mod tests {
             "{% for a in range(100000) %}{% for b in range(100000) %}{{ b }}{% endfor %}{% endfor %}",
         )
         .unwrap();
-        let err = t.render(&[], None, false).unwrap_err();
+        let err = t
+            .render(&[Message::new("user", "Hi")], None, false)
+            .unwrap_err();
         assert_eq!(err.code(), "INVALID_MODEL");
         assert!(
             err.to_string().contains("more than 10000000 steps"),
