@@ -5,10 +5,10 @@
 //! fixed real templates: the bundled model's (`models/wisp-mini`), SmolLM2's, Qwen2.5's and Llama 3.1's
 //! (tests/fixtures/templates/). Any other input is a template source, rendering a fixed conversation.
 //!
-//! Properties: a template that does not compile, or runs too long, is `INVALID_MODEL`; a render that
-//! fails otherwise is `INVALID_INPUT`; with the bundled template, the tool calls of the input's assistant
-//! messages, recorded the way the agent records them, render to a prompt from which the tool-call parser
-//! reads back the same calls.
+//! Properties: a template that does not compile, or runs too long, is `INVALID_MODEL`; no messages or an
+//! unknown role is `INVALID_REQUEST`, a render that fails otherwise is `INVALID_INPUT`; with the bundled
+//! template, the tool calls of the input's assistant messages, recorded the way the agent records them,
+//! render to a prompt from which the tool-call parser reads back the same calls.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -146,7 +146,7 @@ fuzz_target!(|bytes: &[u8]| {
                     &chat.messages,
                     chat.tools.as_ref(),
                     chat.add_generation_prompt,
-                    &["INVALID_INPUT"],
+                    &["INVALID_INPUT", "INVALID_REQUEST"],
                 );
             }
             let calls = calls(&chat.messages);
@@ -169,7 +169,7 @@ fuzz_target!(|bytes: &[u8]| {
                     &messages,
                     Some(&tools),
                     true,
-                    &["INVALID_INPUT", "INVALID_MODEL"],
+                    &["INVALID_INPUT", "INVALID_REQUEST", "INVALID_MODEL"],
                 );
             }
             Err(e) => assert_eq!(e.code(), "INVALID_MODEL", "{e}"),
