@@ -7,6 +7,7 @@ export type WispErrorCode =
   | "INVALID_WEIGHTS"
   | "UNSUPPORTED_WEIGHTS"
   | "CONTEXT_OVERFLOW"
+  | "MODEL_TOO_LARGE"
   | "BUSY"
   | "INVALID_REQUEST"
   | "WORKER_FAILED"
@@ -58,6 +59,9 @@ export function init(options?: { wasmUrl?: string | URL }): Promise<void>;
 
 /** Rejects with code `WEBGPU_UNAVAILABLE`, saying why, when the page has no WebGPU adapter. */
 export function adapterInfo(): Promise<AdapterInfo>;
+
+/** The GPU devices Wisp holds and their buffers still alive (for leak checks). */
+export function gpuResources(): Promise<{ devices: number; buffers: number; bytes: number }>;
 
 export class GraphSession {
   private constructor();
@@ -227,6 +231,11 @@ export class Model {
   /** Where the time went since the load or `resetProfile()`: milliseconds and calls per stage. */
   profile(): Profile;
   resetProfile(): void;
+  /**
+   * Destroys the GPU device as a driver reset would: later calls reject with `GPU_DEVICE_LOST` (close the
+   * model and load it again). False on the CPU backend.
+   */
+  loseDevice(): boolean;
   close(): void;
 }
 
@@ -314,6 +323,8 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
 /**
  * In worker mode (`createAgent({ worker: true })` or a `WorkerModel`), `removeTool`, `reset` and `messages`
  * return promises, and a tool whose spec the worker rejects makes the next `run` reject (with its code).
+ * One run at a time: a second `run` while one is in progress rejects with `BUSY`. A run that rejects (an
+ * error, an abort) or is left early leaves the conversation as it was before it.
  */
 export class Agent {
   private constructor();

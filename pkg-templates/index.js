@@ -3,6 +3,8 @@
 import initCore, * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
 import { clearModelCache, fetchBytes } from "./fetch.js";
+import { checkText, samplingParams } from "./requests.js";
+import { breathe } from "./event-loop.js";
 
 export { WispError, clearModelCache };
 import { WorkerModel } from "./worker-client.js";
@@ -72,6 +74,14 @@ async function call(fn) {
   }
 }
 
+/**
+ * The GPU devices Wisp holds and their buffers still alive: `{ devices, buffers, bytes }` (for leak checks;
+ * closing a model or session gives its device back, buffers included).
+ */
+export function gpuResources() {
+  return call(() => core.gpuResources());
+}
+
 /** Describes the page's WebGPU adapter; rejects with code `WEBGPU_UNAVAILABLE` (and why) when there is none. */
 export function adapterInfo() {
   return call(() => core.adapterInfo());
@@ -136,15 +146,26 @@ export async function parseManifest(text) {
   return call(() => core.parseManifest(text));
 }
 
+// Text files (manifest, config, chat template) must be UTF-8: a lenient decoder would turn bad bytes into
+// U+FFFD and load a model with a silently different configuration or template.
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 async function resolveSource(source, fetchOptions) {
   const get = (item, sha256) => toBytes(item) ?? fetchBytes(item, { ...fetchOptions, sha256 });
-  const text = async (item, sha256) => new TextDecoder().decode(await get(item, sha256));
+  const text = async (item, sha256, code = "INVALID_MODEL") => {
+    const bytes = await get(item, sha256);
+    try {
+      return utf8.decode(bytes);
+    } catch {
+      throw new WispError(code, `${item} is not UTF-8 text`);
+    }
+  };
   if (toBytes(source) || typeof source === "string" || source instanceof URL) {
     return { weights: await get(source) };
   }
   if (source && source.bundle) {
     const base = new URL(source.bundle, globalThis.location?.href);
-    const manifest = await parseManifest(await text(base));
+    const manifest = await parseManifest(await text(base, undefined, "INVALID_MANIFEST"));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
     return {
@@ -193,6 +214,8 @@ export class Model {
    */
   static async load(source, options = {}) {
     const { onProgress, signal, cache = true, chunkLen, contextLen, backend } = options;
+    checkText(source?.chatTemplate, "chatTemplate", "INVALID_MODEL");
+    checkText(source?.config, "config", "INVALID_MODEL");
     await init();
     const spec = await resolveSource(source, { onProgress, signal, cache });
     if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
@@ -249,6 +272,7 @@ export class Model {
   }
 
   encode(text) {
+    checkText(text, "the text");
     return wrapSync(() => this.#core().encode(text));
   }
 
@@ -261,6 +285,8 @@ export class Model {
    * Hermes style, when the template has no tools section (see README, "Agent").
    */
   renderChat(messages, { tools, addGenerationPrompt = true } = {}) {
+    checkText(messages, "messages");
+    checkText(tools, "tools");
     return wrapSync(() => this.#core().renderChat(messages, tools, addGenerationPrompt));
   }
 
@@ -324,6 +350,7 @@ export class Model {
         if (signal?.aborted) throw signal.reason ?? new DOMException("the generation was aborted", "AbortError");
       };
       throwIfAborted();
+      checkText(options.stop, "stop");
       const ids = this.#promptIds(input);
       const request = {
         sampling: samplingParams(options),
@@ -335,6 +362,7 @@ export class Model {
       };
       generation = await call(() => this.#core().startGeneration(ids, request));
       for (;;) {
+        await breathe();
         throwIfAborted();
         const step = await call(() => generation.step());
         if (!firstAt) firstAt = performance.now();
@@ -389,30 +417,20 @@ export class Model {
     wrapSync(() => this.#core().resetProfile());
   }
 
+  /**
+   * Destroys the model's GPU device as a driver reset would, so that an app can exercise its recovery:
+   * later calls reject with `GPU_DEVICE_LOST`; close the model and load it again. Returns false on the CPU
+   * backend, which has no device.
+   */
+  loseDevice() {
+    return wrapSync(() => this.#core().loseDevice());
+  }
+
   /** Frees the model's GPU device and memory now. */
   close() {
     this.#inner?.free();
     this.#inner = null;
   }
-}
-
-const SAMPLING_KEYS = {
-  temperature: "temperature",
-  topK: "top_k",
-  topP: "top_p",
-  minP: "min_p",
-  repetitionPenalty: "repetition_penalty",
-  presencePenalty: "presence_penalty",
-  frequencyPenalty: "frequency_penalty",
-  seed: "seed",
-};
-
-function samplingParams(options) {
-  const params = { temperature: 0 };
-  for (const [js, rust] of Object.entries(SAMPLING_KEYS)) {
-    if (options[js] !== undefined) params[rust] = options[js];
-  }
-  return params;
 }
 
 function wrapSync(fn) {

@@ -6,6 +6,8 @@
 // request; the model's KV cache keeps the common prefix, so a follow-up only runs the new tokens.
 import * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
+import { checkText } from "./requests.js";
+import { breathe } from "./event-loop.js";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
@@ -44,6 +46,7 @@ function toolChoiceOf(choice, tools) {
 /** Checks an OpenAI request and turns it into what the core takes. */
 function parseRequest(params) {
   if (!params || typeof params !== "object") throw invalid("the request must be an object");
+  checkText(params, "the request");
   const { messages, tools = [], tool_choice, stream = false, temperature, stop, response_format } = params;
   const maxTokens = params.max_completion_tokens ?? params.max_tokens ?? 256;
   if (!Array.isArray(messages) || messages.length === 0) throw invalid("messages must be a non-empty array");
@@ -141,11 +144,12 @@ async function* complete(model, parsed) {
       const calls = [];
       let finish;
       do {
+        await breathe();
         const s = await call(() => turn.step());
         for (const e of s.events) {
           if (e.type === "text") yield { text: e.text };
           else if (e.type === "tool_call") {
-            const c = { id: e.id, name: e.name, arguments: JSON.stringify(e.arguments) };
+            const c = { id: e.id, name: e.name, arguments: e.arguments };
             calls.push(c);
             yield { call: c, index: calls.length - 1 };
           }

@@ -22,6 +22,7 @@ case "${1:-}" in
     ;;
   test)
     cargo test --quiet
+    bash tools/fuzz.sh 10
     bash tools/build-pkg.sh
     node --test --test-concurrency=1 tests/browser/
     ;;

@@ -40,6 +40,8 @@ pub struct Turn {
     text: String,
     calls: Vec<RecordedCall>,
     invalid: usize,
+    /// Calls refused so far (id, name, why), answered when the message ends.
+    refused: Vec<(String, String, String)>,
 }
 
 /// One step's events, and whether the message is complete.
@@ -57,6 +59,7 @@ impl Turn {
             text: String::new(),
             calls: Vec::new(),
             invalid: 0,
+            refused: Vec::new(),
         }
     }
 
@@ -96,20 +99,19 @@ impl Turn {
         };
         let mut events = Vec::with_capacity(parsed.len());
         for event in parsed {
-            events.push(self.accept(event, conversation));
+            let event = self.accept(event, conversation);
+            if let TurnEvent::InvalidCall { id, name, error } = &event {
+                let name = name.clone().unwrap_or_default();
+                self.refused.push((id.clone(), name, error.clone()));
+            }
+            events.push(event);
         }
         if step.finish.is_some() {
             conversation.push_assistant(&self.text, &self.calls);
             // Calls that will not run still get an answer, so the model learns why.
-            for event in &events {
-                if let TurnEvent::InvalidCall { id, name, error } = event {
-                    let name = name.clone().unwrap_or_default();
-                    conversation.push_tool_result(
-                        id,
-                        &name,
-                        &Value::String(format!("error: {error}")),
-                    );
-                }
+            for (id, name, error) in self.refused.drain(..) {
+                let answer = Value::String(format!("error: {error}"));
+                conversation.push_tool_result(&id, &name, &answer, 0);
             }
         }
         Ok(TurnStep {

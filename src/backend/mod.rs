@@ -10,6 +10,8 @@ use protobuf::Message;
 use wonnx::onnx::ModelProto;
 use wonnx::utils::{InputTensor, OutputTensor};
 
+#[cfg(target_arch = "wasm32")]
+pub use guard::resources as gpu_resources;
 pub use guard::AdapterInfo;
 use guard::DeviceGuard;
 pub use spec::{ElemType, TensorSpec};

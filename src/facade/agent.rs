@@ -13,6 +13,7 @@ use super::model::{busy, release_drafts, start, GenerateRequest, Inner, Model};
 use super::{to_js, to_js_value};
 use crate::agent::{
     tool_constraint, Conversation, RecordedCall, ToolCallFormat, ToolChoice, ToolSpec, Turn,
+    TurnStep,
 };
 use crate::bundle;
 use crate::error::{Result, WispError};
@@ -101,7 +102,8 @@ impl Agent {
     /// cannot be turned into a tool-call grammar is refused here (`TOOL_GRAMMAR`), not at the next turn.
     #[wasm_bindgen(js_name = addTool)]
     pub fn add_tool(&self, spec: JsValue) -> std::result::Result<(), JsValue> {
-        let input: ToolInput = from_js(spec, "tool").map_err(to_js)?;
+        let input: ToolInput = serde_wasm_bindgen::from_value(spec)
+            .map_err(|e| to_js(WispError::InvalidTool(format!("tool: {e}"))))?;
         let name = input.name.clone();
         let spec = ToolSpec {
             name: input.name,
@@ -183,16 +185,31 @@ impl Agent {
         Ok(())
     }
 
-    /// Records a tool's result (any JSON value; strings as they are) for call `id`.
+    /// Records a tool's result (any JSON value; strings as they are) for call `id`; `omitted` counts the
+    /// characters the page already cut from the end of a long string result.
     #[wasm_bindgen(js_name = pushToolResult)]
     pub fn push_tool_result(
         &self,
         id: &str,
         name: &str,
         result: JsValue,
+        omitted: Option<usize>,
     ) -> std::result::Result<(), JsValue> {
         let value: serde_json::Value = from_js(result, "tool result").map_err(to_js)?;
-        self.conversation()?.push_tool_result(id, name, &value);
+        self.conversation()?
+            .push_tool_result(id, name, &value, omitted.unwrap_or(0));
+        Ok(())
+    }
+
+    /// How many messages the conversation holds (a mark for `truncate`).
+    #[wasm_bindgen(getter, js_name = messageCount)]
+    pub fn message_count(&self) -> std::result::Result<usize, JsValue> {
+        Ok(self.conversation()?.messages.len())
+    }
+
+    /// Forgets the messages after the first `len` (the system prompt stays): how a failed run is undone.
+    pub fn truncate(&self, len: usize) -> std::result::Result<(), JsValue> {
+        self.conversation()?.truncate(len);
         Ok(())
     }
 
@@ -317,6 +334,29 @@ fn turn_constraint(
     Ok((Some(Box::new(constraint)), true))
 }
 
+/// The step with each call's arguments as JSON text, which the page reads with `JSON.parse`. Handed over
+/// as an object, the arguments would be built with `object[key] = value`, where a model-written
+/// `"__proto__"` key sets the object's prototype instead of a property: the tool would not get the
+/// arguments that were validated.
+fn with_arguments_as_text(step: &TurnStep) -> std::result::Result<serde_json::Value, JsValue> {
+    let mut value = serde_json::to_value(step).map_err(|e| {
+        to_js(WispError::GpuInternal(format!(
+            "cannot convert a result for JS: {e}"
+        )))
+    })?;
+    if let Some(events) = value
+        .get_mut("events")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for event in events {
+            if let Some(arguments) = event.get_mut("arguments") {
+                *arguments = serde_json::Value::String(arguments.to_string());
+            }
+        }
+    }
+    Ok(value)
+}
+
 #[wasm_bindgen]
 pub struct AgentTurn {
     model: Rc<Inner>,
@@ -349,7 +389,7 @@ impl AgentTurn {
                 .step(&mut decoder, tokenizer, &mut conversation)
                 .await
                 .map_err(to_js)?;
-            to_js_value(&step)
+            to_js_value(&with_arguments_as_text(&step)?)
         })
     }
 

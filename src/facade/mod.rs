@@ -48,3 +48,9 @@ pub async fn adapter_info() -> Result<JsValue, JsValue> {
     let info = backend::adapter_info().await.map_err(to_js)?;
     to_js_value(&info)
 }
+
+/// `{ devices, buffers, bytes }`: the GPU devices Wisp holds and their buffers still alive (leak checks).
+#[wasm_bindgen(js_name = gpuResources)]
+pub fn gpu_resources() -> JsValue {
+    backend::gpu_resources()
+}

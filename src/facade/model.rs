@@ -117,10 +117,18 @@ impl Model {
                 .and_then(|m| m.get_str("tokenizer.chat_template").ok())
                 .map(str::to_string)
         });
+        // Checked before any backend is touched: a tokenizer made for other weights fails here.
+        if let Some(tokenizer) = &tokenizer {
+            tokenizer.check_fits(config.vocab_size)?;
+        }
         let template = template_text
             .as_deref()
             .map(ChatTemplate::new)
-            .transpose()?;
+            .transpose()?
+            .map(|template| match &tokenizer {
+                Some(tokenizer) => template.protect(tokenizer.added_tokens()),
+                None => template,
+            });
         let context_len = options
             .context_len
             .unwrap_or(DEFAULT_CONTEXT.min(config.max_position_embeddings));
@@ -139,6 +147,15 @@ impl Model {
                 Some(id) => eos_token_ids.push(id),
                 None => stop.push(s),
             }
+        }
+        if let Some(id) = eos_token_ids
+            .iter()
+            .find(|&&id| id as usize >= config.vocab_size)
+        {
+            return Err(WispError::InvalidModel(format!(
+                "the end-of-turn token {id} is outside the vocabulary of {} tokens",
+                config.vocab_size
+            )));
         }
         let (decoder, reason) = match options.backend.as_deref().unwrap_or("auto") {
             "webgpu" => (
@@ -183,6 +200,14 @@ impl Model {
                 grammar: OnceCell::new(),
             }),
         })
+    }
+
+    /// Destroys the model's GPU device as a driver reset would, so that apps (and tests) can exercise
+    /// their recovery: later calls fail with `GPU_DEVICE_LOST`. Returns false on the CPU backend.
+    #[wasm_bindgen(js_name = loseDevice)]
+    pub fn lose_device(&self) -> std::result::Result<bool, JsValue> {
+        let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
+        Ok(decoder.lose_device())
     }
 
     /// `{ kind: "webgpu" | "cpu", reason }`.
