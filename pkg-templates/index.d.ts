@@ -222,6 +222,7 @@ export class Model {
   readonly contextLength: number;
   encode(text: string): Uint32Array;
   decode(ids: ArrayLike<number>): string;
+  /** The chat template's prompt; `tools` go into the system message, Hermes style, when the template has no tools section. */
   renderChat(messages: ChatMessage[], options?: { tools?: object[]; addGenerationPrompt?: boolean }): string;
   /** Appends `ids` to the cache; resolves to `ids.length` rows of `config.vocabSize` logits. */
   forward(ids: ArrayLike<number>): Promise<Float32Array>;

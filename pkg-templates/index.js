@@ -280,7 +280,10 @@ export class Model {
     return wrapSync(() => this.#core().decode(Uint32Array.from(ids)));
   }
 
-  /** Renders `[{ role, content }]` with the model's chat template. */
+  /**
+   * Renders `[{ role, content }]` with the model's chat template; `tools` go into the system message,
+   * Hermes style, when the template has no tools section (see README, "Agent").
+   */
   renderChat(messages, { tools, addGenerationPrompt = true } = {}) {
     checkText(messages, "messages");
     checkText(tools, "tools");

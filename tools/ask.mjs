@@ -28,8 +28,10 @@ try {
   await init({ wasmUrl: `${server.url}/pkg/wisp_core_bg.wasm` });
   const url = `${server.url}/${values.model}`;
   const source = url.endsWith(".json") ? { bundle: url } : url;
+  // A GGUF file has no manifest to size the context; the demo's tools alone take about 550 tokens of it.
+  const contextLen = url.endsWith(".json") ? undefined : 2048;
   const started = performance.now();
-  const agent = await createAgent({ model: source, load: { cache: false }, maxSteps: Number(values["max-steps"]) });
+  const agent = await createAgent({ model: source, load: { cache: false, contextLen }, maxSteps: Number(values["max-steps"]) });
   for (const [spec, fn] of demoTools) agent.tool(spec, fn);
   console.log(`model: ${values.model} (loaded in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
   console.log(`user: ${question}`);

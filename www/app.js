@@ -47,6 +47,9 @@ async function load(source) {
   model = null;
   try {
     model = await WorkerModel.load(source, {
+      // A GGUF file has no manifest to size the context, and the default 512 tokens cannot hold the demo's
+      // tools once they go into the system message (about 550 tokens with SmolLM2's template).
+      contextLen: typeof source === "string" ? 2048 : undefined,
       onProgress: (e) => {
         if (e.phase === "download" && e.total) $("progress").value = e.loaded / e.total;
         else $("progress").removeAttribute("value");

@@ -111,6 +111,7 @@ pub(crate) fn check_schema(schema: &Value) -> Result<()> {
 pub fn json_rule(schema: &Value) -> String {
     let mut schema = schema.clone();
     bound_numbers(&mut schema);
+    close_objects(&mut schema);
     if let Value::Object(fields) = &mut schema {
         fields.insert(
             "x-guidance".into(),
@@ -182,6 +183,61 @@ fn bound_numbers(schema: &mut Value) {
     }
 }
 
+/// An object schema that lists its `properties` but says nothing of others allows any other key, and a weak
+/// model uses that: it invents keys (SmolLM2 copies `"type"`, `"description"` and `"required"` from the
+/// tool list into its arguments) until the token budget cuts the value. So, for the grammar only, such a
+/// schema gets `additionalProperties: false`, as OpenAI's strict mode requires: the values it allows
+/// still satisfy the caller's schema. Only plain nested objects are closed (through `properties`,
+/// `patternProperties`, `items`, `prefixItems` and `additionalProperties`), never a schema with an
+/// applicator (`allOf`, `anyOf`, `$ref`, ...) that could add properties of its own, nor what lies below
+/// one, nor one that requires a key it does not list.
+fn close_objects(schema: &mut Value) {
+    const APPLICATORS: [&str; 10] = [
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "$ref",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "unevaluatedProperties",
+    ];
+    let Value::Object(fields) = schema else {
+        return;
+    };
+    if APPLICATORS.iter().any(|k| fields.contains_key(*k)) {
+        return;
+    }
+    // A required key that is not listed would become impossible.
+    let lists_required = match (fields.get("properties"), fields.get("required")) {
+        (Some(Value::Object(listed)), Some(Value::Array(required))) => required
+            .iter()
+            .all(|k| k.as_str().is_some_and(|k| listed.contains_key(k))),
+        (Some(Value::Object(_)), None) => true,
+        _ => false,
+    };
+    if lists_required && !fields.contains_key("additionalProperties") {
+        fields.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for (key, value) in fields.iter_mut() {
+        match key.as_str() {
+            "properties" | "patternProperties" => {
+                if let Value::Object(map) = value {
+                    map.values_mut().for_each(close_objects);
+                }
+            }
+            "items" | "prefixItems" => match value {
+                Value::Array(list) => list.iter_mut().for_each(close_objects),
+                other => close_objects(other),
+            },
+            "additionalProperties" => close_objects(value),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +265,29 @@ mod tests {
             json!({"type": "integer", "exclusiveMaximum": 3, "minimum": -safe})
         );
         assert_eq!(p["e"], json!({"enum": [{"type": "number"}]}));
+    }
+
+    #[test]
+    fn plain_objects_are_closed_and_composed_ones_stay_open() {
+        let mut schema = json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"x": {"type": "string"}}},
+            "b": {"type": "array", "items": {"type": "object", "properties": {}}},
+            "c": {"type": "object", "properties": {"y": {}}, "additionalProperties": true},
+            "d": {"properties": {"z": {}}, "anyOf": [{"properties": {"w": {}}}]},
+            "e": {"type": "object"},
+            "f": {"type": "object", "properties": {"u": {}}, "required": ["u", "v"]}}});
+        close_objects(&mut schema);
+        let p = &schema["properties"];
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(p["a"]["additionalProperties"], json!(false));
+        assert_eq!(p["b"]["items"]["additionalProperties"], json!(false));
+        assert_eq!(p["c"]["additionalProperties"], json!(true));
+        assert_eq!(
+            p["d"],
+            json!({"properties": {"z": {}}, "anyOf": [{"properties": {"w": {}}}]})
+        );
+        assert_eq!(p["e"], json!({"type": "object"}));
+        assert_eq!(p["f"].get("additionalProperties"), None);
     }
 
     #[test]
