@@ -2,14 +2,19 @@
 //! `pkg-templates/index.js` is the public API built on it.
 
 mod agent;
+#[cfg(feature = "webgpu")]
 mod graph;
 mod model;
 
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
-use crate::backend;
 use crate::error::WispError;
+
+// The threaded module's `initThreadPool(n)`: starts `n` Web Workers sharing this module's memory as
+// rayon's global pool (once per module instance).
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -43,8 +48,9 @@ pub fn parse_manifest(text: &str) -> Result<JsValue, JsValue> {
 }
 
 /// Describes the WebGPU adapter, or rejects with `WEBGPU_UNAVAILABLE` saying why there is none.
+#[cfg(feature = "webgpu")]
 #[wasm_bindgen(js_name = adapterInfo)]
 pub async fn adapter_info() -> Result<JsValue, JsValue> {
-    let info = backend::adapter_info().await.map_err(to_js)?;
+    let info = crate::backend::adapter_info().await.map_err(to_js)?;
     to_js_value(&info)
 }

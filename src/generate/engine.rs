@@ -3,10 +3,12 @@
 
 use serde::Serialize;
 
+#[cfg(feature = "webgpu")]
 use super::decoder::GpuDecoder;
 use super::TokenHistory;
 use crate::backend::cpu::CpuDecoder;
 use crate::error::Result;
+#[cfg(feature = "webgpu")]
 use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::profile::Profile;
@@ -30,6 +32,7 @@ pub struct DraftPolicy {
 
 pub enum Decoder {
     // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
+    #[cfg(feature = "webgpu")]
     Gpu(Box<GpuDecoder>),
     Cpu(Box<CpuDecoder>),
 }
@@ -37,6 +40,7 @@ pub enum Decoder {
 macro_rules! each {
     ($self:expr, $d:ident => $e:expr) => {
         match $self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu($d) => $e,
             Decoder::Cpu($d) => $e,
         }
@@ -45,6 +49,7 @@ macro_rules! each {
 
 impl Decoder {
     /// The wonnx graph on the GPU.
+    #[cfg(feature = "webgpu")]
     pub async fn new(
         config: &ModelConfig,
         weights: &mut dyn WeightProvider,
@@ -66,6 +71,7 @@ impl Decoder {
 
     pub fn kind(&self) -> BackendKind {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(_) => BackendKind::Webgpu,
             Decoder::Cpu(_) => BackendKind::Cpu,
         }
@@ -115,6 +121,7 @@ impl Decoder {
     /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => d.forward(tokens).await,
             Decoder::Cpu(d) => d.forward(tokens),
         }
@@ -123,6 +130,7 @@ impl Decoder {
     /// Appends `tokens` to the cache and returns the logits after the last one (a prefill).
     pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => d.forward_last(tokens).await,
             Decoder::Cpu(d) => d.forward_last(tokens),
         }
@@ -135,6 +143,7 @@ impl Decoder {
     /// matches of two tokens or more, shortening while drafts keep failing.
     pub fn draft_policy(&self) -> DraftPolicy {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => DraftPolicy {
                 max_len: d.chunk_len() - 1,
                 min_ngram: 1,

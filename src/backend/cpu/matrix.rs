@@ -1,8 +1,10 @@
 //! A weight matrix `[rows, cols]` (Hugging Face's `[out, in]`), kept in its file encoding when a kernel
 //! can read that directly, and its products with activation rows.
 
+use std::ops::Range;
+
 use super::dot::QK;
-use super::kernels;
+use super::{kernels, parallel};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
 use crate::weights::quant::{self, GgmlType};
@@ -121,14 +123,25 @@ impl Matrix {
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
     /// row is read once per pass and used for every token; a quantized block is decoded once for up to
     /// eight tokens. A token's result is the same whatever other tokens share the pass, so verifying
-    /// draft tokens in one pass gives exactly the logits of one-token steps.
+    /// draft tokens in one pass gives exactly the logits of one-token steps. Bands of weight rows run on
+    /// the CPU backend's threads (`parallel`); a value does not depend on which band or thread computes it.
     pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
-        let (rows, cols) = (self.rows, self.cols);
+        let xs: Vec<&[f32]> = x.chunks_exact(self.cols).collect();
+        let work = self.rows * self.cols * xs.len();
+        parallel::for_each_band(out, self.rows, work, |band, outs| {
+            self.band_product(&xs, band, outs)
+        });
+        Ok(())
+    }
+
+    /// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band).
+    fn band_product(&self, xs: &[&[f32]], band: Range<usize>, outs: &mut [&mut [f32]]) {
         match &self.data {
             Data::F32(w) => {
-                for (r, wr) in w.chunks_exact(cols).enumerate() {
-                    for (t, xt) in x.chunks_exact(cols).enumerate() {
-                        out[t * rows + r] = kernels::dense(wr, xt);
+                let rows = &w[band.start * self.cols..band.end * self.cols];
+                for (r, wr) in rows.chunks_exact(self.cols).enumerate() {
+                    for (t, xt) in xs.iter().enumerate() {
+                        outs[t][r] = kernels::dense(wr, xt);
                     }
                 }
             }
@@ -138,13 +151,13 @@ impl Matrix {
                 row_bytes,
                 ..
             } => {
-                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
+                let rows = &bytes[band.start * row_bytes..band.end * row_bytes];
                 let mut first = 0;
                 for group in [8, 4, 2, 1] {
                     while xs.len() - first >= group {
                         let part = &xs[first..first + group];
-                        for (r, wr) in bytes.chunks_exact(*row_bytes).enumerate() {
-                            let mut put = |t: usize, v: f32| out[(first + t) * rows + r] = v;
+                        for (r, wr) in rows.chunks_exact(*row_bytes).enumerate() {
+                            let mut put = |t: usize, v: f32| outs[first + t][r] = v;
                             match group {
                                 8 => each(kernel.dot(wr, rows_of::<8>(part)), &mut put),
                                 4 => each(kernel.dot(wr, rows_of::<4>(part)), &mut put),
@@ -157,7 +170,6 @@ impl Matrix {
                 }
             }
         }
-        Ok(())
     }
 }
 
