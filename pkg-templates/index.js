@@ -32,7 +32,7 @@ export async function createAgent(options = {}) {
   const owned = !(source instanceof Model);
   const model = owned ? await Model.load(source, load) : source;
   try {
-    return createAgentFor(model, model.coreModel(), rest, owned ? () => model.close() : undefined);
+    return createAgentFor(model, rest, owned ? () => model.close() : undefined);
   } catch (e) {
     if (owned) model.close();
     throw e;
@@ -63,13 +63,79 @@ function rethrow(e) {
   throw new WispError("INTERNAL", `unexpected failure inside Wisp: ${e?.message ?? e}`);
 }
 
-async function call(fn) {
-  await init();
+// Runs a core call, with our error class for what it rejects with.
+async function guard(fn) {
   try {
     return await fn();
   } catch (e) {
     rethrow(e);
   }
+}
+
+async function call(fn) {
+  await init();
+  return guard(fn);
+}
+
+let threaded = null;
+
+/**
+ * The threaded CPU module (`wisp_core_mt*`: the CPU backend only, its products on `threads` Web Workers
+ * sharing the module's memory), loaded once per worker: its pool keeps the size it started with.
+ */
+function initThreaded(threads) {
+  if (!threaded) {
+    const wasm = new URL("./wisp_core_mt_bg.wasm", import.meta.url);
+    threaded = (async () => {
+      const mt = await import("./wisp_core_mt.js");
+      await mt.default({ module_or_path: wasm });
+      await mt.initThreadPool(threads);
+      return mt;
+    })().catch((e) => {
+      threaded = null;
+      throw new WispError("WASM_LOAD", `could not start the threaded Wisp module from ${wasm}: ${e?.message ?? e}`);
+    });
+  }
+  return threaded;
+}
+
+/**
+ * Threads for a CPU model: `requested`, by default `navigator.hardwareConcurrency`, where threads can run:
+ * in a cross-origin isolated context (they share memory through a SharedArrayBuffer), in a worker (worker
+ * mode). The page's main thread may not block while they work (`Atomics.wait` is refused there): rayon
+ * then spins on a lock the workers need, and a model on the page ran slower on 2 threads than on 1, so
+ * there it runs on one.
+ */
+function cpuThreads(requested) {
+  if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1)) {
+    throw new WispError("INVALID_INPUT", `threads is ${requested}; it must be a whole number >= 1`);
+  }
+  const inWorker = typeof WorkerGlobalScope === "function" && globalThis instanceof WorkerGlobalScope;
+  if (!inWorker || globalThis.crossOriginIsolated !== true || typeof SharedArrayBuffer !== "function") return 1;
+  return requested ?? Math.max(1, navigator.hardwareConcurrency ?? 1);
+}
+
+/**
+ * The module a model loads into: the threaded CPU one when the model will run on the CPU with more than
+ * one thread, the main one (WebGPU, and the CPU on one thread) otherwise. `auto` decides as the core does:
+ * WebGPU on a hardware adapter, the CPU otherwise. Resolves to `{ module, reason }` (the backend's reason
+ * for the threaded module, which has no WebGPU to ask about).
+ */
+async function moduleFor(backend, requestedThreads) {
+  const threads = cpuThreads(requestedThreads);
+  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) return { module: core };
+  let reason = "asked for";
+  if (backend === "auto") {
+    await init();
+    try {
+      const adapter = await core.adapterInfo();
+      if (!adapter.isFallbackAdapter) return { module: core };
+      reason = "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels";
+    } catch (e) {
+      reason = `auto: ${e?.message ?? e}`;
+    }
+  }
+  return { module: await initThreaded(threads), reason };
 }
 
 /** Describes the page's WebGPU adapter; rejects with code `WEBGPU_UNAVAILABLE` (and why) when there is none. */
@@ -136,7 +202,8 @@ export async function parseManifest(text) {
   return call(() => core.parseManifest(text));
 }
 
-async function resolveSource(source, fetchOptions) {
+// `module`: the (initialized) core module whose manifest parser to use.
+async function resolveSource(source, fetchOptions, module) {
   const get = (item, sha256) => toBytes(item) ?? fetchBytes(item, { ...fetchOptions, sha256 });
   const text = async (item, sha256) => new TextDecoder().decode(await get(item, sha256));
   if (toBytes(source) || typeof source === "string" || source instanceof URL) {
@@ -144,7 +211,7 @@ async function resolveSource(source, fetchOptions) {
   }
   if (source && source.bundle) {
     const base = new URL(source.bundle, globalThis.location?.href);
-    const manifest = await parseManifest(await text(base));
+    const manifest = await guard(async () => module.parseManifest(await text(base)));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
     return {
@@ -179,30 +246,36 @@ async function resolveSource(source, fetchOptions) {
 export class Model {
   #inner;
   #manifest;
+  #module;
 
-  constructor(inner, manifest) {
+  constructor(inner, manifest, module) {
     this.#inner = inner;
     this.#manifest = manifest;
+    this.#module = module;
   }
 
   /**
    * `source`: a GGUF URL or bytes; `{ bundle: "…/manifest.json" }`; or `{ weights, tokenizer, config,
    * chatTemplate }` (URLs or bytes; `config` a config.json object or text). `options`: `{ onProgress,
-   * signal, cache (default true), chunkLen, contextLen }`. Progress events: `{ phase: "download", file,
-   * loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
+   * signal, cache (default true), chunkLen, contextLen, backend ("auto", "webgpu", "cpu"), threads }`;
+   * `threads`: the CPU backend's threads in a worker of a cross-origin isolated page (default
+   * `navigator.hardwareConcurrency`; 1 keeps the single-threaded module). Progress events: `{ phase:
+   * "download", file, loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
    */
   static async load(source, options = {}) {
-    const { onProgress, signal, cache = true, chunkLen, contextLen, backend } = options;
-    await init();
-    const spec = await resolveSource(source, { onProgress, signal, cache });
+    const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads } = options;
+    const { module, reason } = await moduleFor(backend, threads);
+    if (module === core) await init();
+    const spec = await resolveSource(source, { onProgress, signal, cache }, module);
     if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
     onProgress?.({ phase: "build" });
-    const inner = await call(() =>
-      core.Model.load(spec.weights, spec.tokenizer, {
+    const inner = await guard(() =>
+      module.Model.load(spec.weights, spec.tokenizer, {
         config: spec.config,
         chatTemplate: spec.chatTemplate,
         chunkLen,
-        backend,
+        backend: module === core ? backend : "cpu",
+        reason,
         contextLen: contextLen ?? spec.contextLen,
         stop: spec.stop ?? [],
       }),
@@ -212,7 +285,7 @@ export class Model {
       throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
     }
     onProgress?.({ phase: "ready" });
-    return new Model(inner, spec.manifest);
+    return new Model(inner, spec.manifest, module);
   }
 
   #core() {
@@ -220,9 +293,9 @@ export class Model {
     return this.#inner;
   }
 
-  /** The wasm object behind this model (for the agent). */
-  coreModel() {
-    return this.#core();
+  /** A core (wasm) agent on this model, from the model's own module (for the agent and the OpenAI surface). */
+  coreAgent(options) {
+    return new this.#module.Agent(this.#core(), options);
   }
 
   /** The bundle manifest, when loaded from one. */
@@ -234,7 +307,7 @@ export class Model {
     return this.#core().config;
   }
 
-  /** `{ kind: "webgpu" | "cpu", reason }`: where the model runs, and why. */
+  /** `{ kind: "webgpu" | "cpu", reason, threads }`: where the model runs, why, and (CPU) on how many threads. */
   get backend() {
     return this.#core().backend;
   }
@@ -263,7 +336,7 @@ export class Model {
 
   /** Appends `ids` to the cache; resolves to their logits (`ids.length` rows of the vocabulary size). */
   async forward(ids) {
-    return call(() => this.#core().forward(Uint32Array.from(ids)));
+    return guard(() => this.#core().forward(Uint32Array.from(ids)));
   }
 
   /**
@@ -326,10 +399,10 @@ export class Model {
         draftTokens: options.draftTokens,
         seed: crypto.getRandomValues(new Uint32Array(1))[0],
       };
-      generation = await call(() => this.#core().startGeneration(ids, request));
+      generation = await guard(() => this.#core().startGeneration(ids, request));
       for (;;) {
         throwIfAborted();
-        const step = await call(() => generation.step());
+        const step = await guard(() => generation.step());
         if (!firstAt) firstAt = performance.now();
         tokens.push(step.token);
         text += step.text;

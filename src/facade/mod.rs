@@ -11,10 +11,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::error::WispError;
 
-// The threaded module's `initThreadPool(n)`: starts `n` Web Workers sharing this module's memory as
-// rayon's global pool (once per module instance).
+// Links wasm-bindgen-rayon, which exports the threaded module's `initThreadPool(n)`: it starts `n` Web
+// Workers sharing this module's memory as rayon's global pool (once per module instance).
 #[cfg(feature = "threads")]
-pub use wasm_bindgen_rayon::init_thread_pool;
+use wasm_bindgen_rayon as _;
 
 #[wasm_bindgen(start)]
 fn start() {

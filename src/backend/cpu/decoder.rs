@@ -2,6 +2,7 @@
 //! computed with the kernels of this module instead of a wonnx graph.
 
 use super::layer::{self, Heads, Rope};
+use super::parallel;
 use super::weights::{self, CpuWeights, Linear};
 use crate::error::{Result, WispError};
 use crate::generate::{LogitRows, TokenHistory};
@@ -81,13 +82,15 @@ impl CpuDecoder {
 
     fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
-        let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
-        let chunks = tokens.len().div_ceil(CHUNK);
-        for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
-            let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
-            self.run_chunk(chunk, head, &mut logits)?;
-        }
-        Ok(logits)
+        parallel::on_pool(|| {
+            let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
+            let chunks = tokens.len().div_ceil(CHUNK);
+            for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
+                let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
+                self.run_chunk(chunk, head, &mut logits)?;
+            }
+            Ok(logits)
+        })
     }
 
     fn run_chunk(

@@ -17,10 +17,22 @@ pub fn threads() -> usize {
     1
 }
 
-/// Multiply-adds below which a piece of work is not worth handing to another thread: waking a worker
-/// and joining it costs a few microseconds natively and more in the browser, about this much arithmetic.
+/// Runs `f` on one of the pool's threads (with the `threads` feature; here otherwise), the caller waiting:
+/// a forward pass runs whole inside the pool, so that its parallel loops are split among threads that are
+/// already in the pool, rather than each one handed over from the caller and waited for again.
+pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    #[cfg(feature = "threads")]
+    if threads() > 1 && rayon::current_thread_index().is_none() {
+        return rayon::scope(|_| f());
+    }
+    f()
+}
+
+/// Multiply-adds below which a piece of work is not worth handing to another thread (about 70 us of wasm
+/// SIMD): in the browser a pool thread that finds no work sleeps within microseconds, and waking it, or
+/// waking the thread that waits for its piece, takes tens.
 #[cfg(feature = "threads")]
-const MIN_TASK_WORK: usize = 1 << 15;
+const MIN_TASK_WORK: usize = 1 << 18;
 
 /// Pieces per thread: more than one, so that a thread slowed by other work on the machine is helped by
 /// the others (rayon steals the pieces it has not started).
