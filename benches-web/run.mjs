@@ -1,5 +1,6 @@
 // Wisp against onnxruntime-web on the same weights, in the same Chromium, in one run (see README.md).
-//   node benches-web/run.mjs [--headed] [--models wisp-mini,smollm2,tiny] [--engines wisp-cpu,ort-wasm] [--quick] [--no-native]
+//   node benches-web/run.mjs [--headed] [--models wisp-mini,smollm2,tiny] [--engines wisp-cpu,ort-wasm] [--quick]
+//                            [--decode-only] [--no-native]
 // Writes benches-web/results/<timestamp>.json, latest.md and latest.svg.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -20,6 +21,8 @@ const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) +
 const headed = args.includes("--headed") || process.env.WISP_BENCH_HEADED === "1";
 const quick = args.includes("--quick");
 const native = !args.includes("--no-native");
+// Only the first prompt length (its TTFT and decode), and no agent task.
+const decodeOnly = args.includes("--decode-only");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // The flags of tests/browser/harness.mjs.
 const FLAGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -216,7 +219,8 @@ async function main() {
       const w = WISP[engine];
       const isWisp = Boolean(w);
       const p = { warmup: true, agent: plan.agent, ...plan, ...w?.plan, ...plan.overrides[engine] };
-      if (p.firstPromptOnly) p.prompts = p.prompts.slice(0, 1);
+      if (p.firstPromptOnly || decodeOnly) p.prompts = p.prompts.slice(0, 1);
+      if (decodeOnly) p.agent = false;
       const e = (r.engines[engine] = { load: [], runs: {}, check: {}, cuts: { ...w?.plan, ...plan.overrides[engine] } });
       await freshPage(isolatedEngine(engine));
       const load = isWisp
@@ -272,7 +276,7 @@ async function main() {
           log(`${plan.name} ${engine} p${n}: TTFT ${e.runs[n].ttftMs.median.toFixed(0)} ms` +
             (e.runs[n].decodeTokPerSec ? `, decode ${e.runs[n].decodeTokPerSec.median.toFixed(2)} tok/s over ${first.tokens.length - 1}` : ""));
         }
-        for (const n of plan.prompts.filter((n) => !p.prompts.includes(n))) e.runs[n] = { skipped: "too slow on this machine (see README)" };
+        for (const n of plan.prompts.filter((n) => !p.prompts.includes(n))) e.runs[n] = { skipped: decodeOnly ? "--decode-only" : "too slow on this machine (see README)" };
         if (isWisp && p.agent) {
           if (plan.wisp.timing) await load();
           e.agent = await call("wispAgentTask", p.agent.question, p.agent.maxSteps, p.agent.maxTokens);
