@@ -82,7 +82,8 @@ impl CpuDecoder {
 
     fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
-        parallel::on_pool(|| {
+        let work = tokens.len() * macs_per_token(&self.config);
+        parallel::on_pool(work, || {
             let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
             let chunks = tokens.len().div_ceil(CHUNK);
             for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
@@ -185,6 +186,17 @@ impl CpuDecoder {
         self.history.extend(chunk);
         Ok(())
     }
+}
+
+/// Multiply-adds of one token's pass through the weights (attention's, which grow with the context, left
+/// out).
+fn macs_per_token(cfg: &ModelConfig) -> usize {
+    let (d, ff) = (cfg.hidden_size, cfg.intermediate_size);
+    let (qw, kw) = (
+        cfg.num_heads * cfg.head_dim,
+        cfg.num_kv_heads * cfg.head_dim,
+    );
+    cfg.num_layers * (d * (qw + 2 * kw) + qw * d + 3 * d * ff) + cfg.vocab_size * d
 }
 
 fn linear(l: &Linear, x: &[f32], out: &mut [f32]) -> Result<()> {

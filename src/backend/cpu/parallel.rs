@@ -17,16 +17,26 @@ pub fn threads() -> usize {
     1
 }
 
-/// Runs `f` on one of the pool's threads (with the `threads` feature; here otherwise), the caller waiting:
-/// a forward pass runs whole inside the pool, so that its parallel loops are split among threads that are
-/// already in the pool, rather than each one handed over from the caller and waited for again.
-pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+/// Runs `f`, a forward pass of `work` multiply-adds, on one of the pool's threads (with the `threads`
+/// feature, when the pass is big enough), the caller waiting; here otherwise. Loops only split inside the
+/// pool, among threads already there: handing each one over from the caller, and waiting for it there,
+/// would cost two thread wake-ups per loop instead of two per pass.
+pub fn on_pool<R: Send>(
+    #[cfg_attr(not(feature = "threads"), allow(unused_variables))] work: usize,
+    f: impl FnOnce() -> R + Send,
+) -> R {
     #[cfg(feature = "threads")]
-    if threads() > 1 && rayon::current_thread_index().is_none() {
+    if threads() > 1 && rayon::current_thread_index().is_none() && work >= MIN_PASS_WORK {
         return rayon::scope(|_| f());
     }
     f()
 }
+
+/// Multiply-adds of a pass below which it stays on the caller's thread, every loop unsplit: the two
+/// wake-ups of entering the pool and leaving it cost more than splitting the pass's loops saves (the
+/// bundled model's one-token passes, 3.7 M).
+#[cfg(feature = "threads")]
+const MIN_PASS_WORK: usize = 1 << 23;
 
 /// Multiply-adds below which a piece of work is not worth handing to another thread (about 70 us of wasm
 /// SIMD): in the browser a pool thread that finds no work sleeps within microseconds, and waking it, or
@@ -40,11 +50,11 @@ const MIN_TASK_WORK: usize = 1 << 18;
 const TASKS_PER_THREAD: usize = 4;
 
 /// How many pieces `work` multiply-adds in `units` independent units are cut into: 1 when threads
-/// would not pay.
+/// would not pay, or outside the pool (see `on_pool`).
 #[cfg(feature = "threads")]
 pub(super) fn tasks(work: usize, units: usize) -> usize {
     let threads = threads();
-    if threads < 2 {
+    if threads < 2 || rayon::current_thread_index().is_none() {
         return 1;
     }
     (work / MIN_TASK_WORK)
