@@ -118,24 +118,31 @@ function cpuThreads(requested) {
 /**
  * The module a model loads into: the threaded CPU one when the model will run on the CPU with more than
  * one thread, the main one (WebGPU, and the CPU on one thread) otherwise. `auto` decides as the core does:
- * WebGPU on a hardware adapter, the CPU otherwise. Resolves to `{ module, reason }` (the backend's reason
- * for the threaded module, which has no WebGPU to ask about).
+ * WebGPU on a hardware adapter, the CPU otherwise. Resolves to `{ module, backend, reason }`: the backend
+ * to ask the module for, and for the CPU chosen here, why.
  */
 async function moduleFor(backend, requestedThreads) {
   const threads = cpuThreads(requestedThreads);
-  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) return { module: core };
+  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) return { module: core, backend };
   let reason = "asked for";
   if (backend === "auto") {
     await init();
     try {
       const adapter = await core.adapterInfo();
-      if (!adapter.isFallbackAdapter) return { module: core };
+      if (!adapter.isFallbackAdapter) return { module: core, backend };
       reason = "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels";
     } catch (e) {
       reason = `auto: ${e?.message ?? e}`;
     }
   }
-  return { module: await initThreaded(threads), reason };
+  try {
+    return { module: await initThreaded(threads), backend: "cpu", reason };
+  } catch (e) {
+    // The threads did not start (say, a Content-Security-Policy without blob: workers, or no room for a
+    // shared heap): the model still runs, on one thread, and says why.
+    await init();
+    return { module: core, backend: "cpu", reason: `${reason}; on 1 thread: ${e.message}` };
+  }
 }
 
 /** Describes the page's WebGPU adapter; rejects with code `WEBGPU_UNAVAILABLE` (and why) when there is none. */
@@ -264,7 +271,8 @@ export class Model {
    */
   static async load(source, options = {}) {
     const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads } = options;
-    const { module, reason } = await moduleFor(backend, threads);
+    const pick = await moduleFor(backend, threads);
+    const { module } = pick;
     if (module === core) await init();
     const spec = await resolveSource(source, { onProgress, signal, cache }, module);
     if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
@@ -274,8 +282,8 @@ export class Model {
         config: spec.config,
         chatTemplate: spec.chatTemplate,
         chunkLen,
-        backend: module === core ? backend : "cpu",
-        reason,
+        backend: pick.backend,
+        reason: pick.reason,
         contextLen: contextLen ?? spec.contextLen,
         stop: spec.stop ?? [],
       }),

@@ -103,6 +103,18 @@ describe("CPU threads in a cross-origin isolated page", () => {
     assert.deepEqual(r.two.calls, r.one.calls);
     assert.equal(r.two.text, r.one.text);
   });
+
+  test("when the threaded module cannot start, the model runs on 1 thread and says why", async () => {
+    const { page } = browser;
+    await page.route("**/pkg/wisp_core_mt_bg.wasm", (route) => route.abort("failed"));
+    try {
+      const r = await runModel(page, { ids: ids.slice(0, 64), threads: 2, worker: true });
+      assert.equal(r.backend.threads, 1);
+      assert.match(r.backend.reason, /^asked for; on 1 thread: could not start the threaded Wisp module/);
+    } finally {
+      await page.unroute("**/pkg/wisp_core_mt_bg.wasm");
+    }
+  });
 });
 
 describe("CPU threads in a page that is not isolated", () => {
