@@ -2,28 +2,53 @@
 // against the tool's JSON Schema in Rust) run here as plain JavaScript functions, concurrently and with a
 // timeout; their results go back as tool messages, and the model continues until it answers, `maxSteps`
 // runs out, or the signal aborts. A tool that throws, hangs or returns something unserializable becomes an
-// error message for the model and an event for the page; the run goes on.
+// error message for the model and an event for the page; the run goes on. A run is all or nothing: one that
+// fails, is aborted or is left early leaves the conversation as it was before it.
 // In worker mode the core (conversation, parser, model) is a RemoteAgent in the worker whose methods all
 // return promises; this loop awaits every core call, so the same code serves both.
 import { WispError } from "./errors.js";
+import { checkText, samplingParams } from "./requests.js";
+import { breathe } from "./event-loop.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_RESULT_CHARS = 4000;
 
 function abortError(signal) {
   return signal?.reason ?? new DOMException("the run was aborted", "AbortError");
 }
 
-// A tool result as JSON-compatible data, or an error saying why it is not.
+// A tool result as JSON-compatible data, or an error saying why it is not. `text` is its JSON, when it
+// had to be serialized.
 function toData(value) {
-  if (value === undefined) return null;
-  if (typeof value === "string") return value;
+  if (value === undefined) return { data: null };
+  if (typeof value === "string") return { data: value };
   try {
     const text = JSON.stringify(value);
     if (text === undefined) throw new TypeError(`a ${typeof value} is not JSON`);
-    return JSON.parse(text);
+    return { data: JSON.parse(text), text };
   } catch (e) {
     throw new WispError("TOOL_RESULT_NOT_JSON", `the tool returned something that is not JSON: ${e.message}`);
   }
+}
+
+// What of a result crosses into the conversation: the core keeps `maxChars` characters of it anyway, so a
+// result far longer (a 50 MB string) is cut here first, and `omitted` tells the core how much went.
+// Objects that long go as their JSON text.
+function clip({ data, text }, maxChars) {
+  const long = typeof data === "string" ? data : text;
+  if (long === undefined || long.length <= 2 * maxChars) return { result: data, omitted: 0 };
+  // Code points, as the core counts characters; the first `maxChars` of them lie within 2 * maxChars units.
+  let total = 0;
+  for (let i = 0; i < long.length; i++) {
+    const unit = long.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < long.length) {
+      const next = long.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    total++;
+  }
+  const kept = Array.from(long.slice(0, 2 * maxChars)).slice(0, maxChars).join("");
+  return { result: kept, omitted: total - maxChars };
 }
 
 export class Agent {
@@ -31,6 +56,7 @@ export class Agent {
   #tools = new Map();
   #options;
   #running = false;
+  #closed = false;
   #release;
   // Worker mode: tool registrations still on their way to the worker; a failed one rejects the next run.
   #pending = [];
@@ -41,10 +67,18 @@ export class Agent {
     this.#release = release;
   }
 
-  /** Frees the agent, and the model too when `createAgent` loaded it. */
+  /** Frees the agent, and the model too when `createAgent` loaded it. Later calls reject with SESSION_CLOSED. */
   close() {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#core.free();
     this.#release?.();
+  }
+
+  // The core, unless the agent was closed (a tool may close it in the middle of a run).
+  #live() {
+    if (this.#closed) throw new WispError("SESSION_CLOSED", "this agent was closed");
+    return this.#core;
   }
 
   /**
@@ -52,13 +86,21 @@ export class Agent {
    * `async (args, { signal, id }) => result`. Returns the agent, for chaining.
    */
   tool(spec, fn) {
-    if (typeof fn !== "function") throw new WispError("INVALID_TOOL", `tool '${spec?.name}' needs a function`);
-    const added = wrap(() => this.#core.addTool({ parameters: { type: "object", properties: {} }, ...spec }));
+    if (spec === null || typeof spec !== "object") throw new WispError("INVALID_TOOL", "a tool is described by { name, description, parameters }");
+    if (typeof fn !== "function") throw new WispError("INVALID_TOOL", `tool '${spec.name}' needs a function`);
+    checkText(spec, `tool '${spec.name}'`, "INVALID_TOOL");
+    const core = this.#live();
+    const added = wrap(() => core.addTool({ parameters: { type: "object", properties: {} }, ...spec }));
     const entry = { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS };
+    // In worker mode the core answers later: a refused duplicate must not replace the registered function.
+    const previous = this.#tools.get(spec.name);
     this.#tools.set(spec.name, entry);
     if (added instanceof Promise) {
       const registered = added.catch((e) => {
-        if (this.#tools.get(spec.name) === entry) this.#tools.delete(spec.name);
+        if (this.#tools.get(spec.name) === entry) {
+          if (previous) this.#tools.set(spec.name, previous);
+          else this.#tools.delete(spec.name);
+        }
         throw e?.code && !(e instanceof WispError) ? new WispError(e.code, e.message) : e;
       });
       // The next run reports the failure; until then it must not count as unhandled.
@@ -70,18 +112,19 @@ export class Agent {
 
   /** Returns whether the tool was registered (a promise of it in worker mode). */
   removeTool(name) {
+    const core = this.#live();
     this.#tools.delete(name);
-    return this.#core.removeTool(name);
+    return core.removeTool(name);
   }
 
   /** Forgets the conversation (the system prompt and the tools stay); a promise in worker mode. */
   reset() {
-    return this.#core.reset();
+    return this.#live().reset();
   }
 
   /** The conversation so far, OpenAI-shaped. */
   get messages() {
-    return this.#core.messages;
+    return this.#live().messages;
   }
 
   /**
@@ -106,25 +149,49 @@ export class Agent {
     const self = this;
     async function* events() {
       let value;
+      let failed = false;
       try {
         for await (const event of self.#events(input, options, (r) => (value = r))) yield event;
-        settle.resolve(value);
       } catch (e) {
+        failed = true;
         settle.reject(e);
         throw e;
+      } finally {
+        // Left early: the result is there once the final event was seen; before that the run was undone.
+        if (!failed) {
+          if (value) settle.resolve(value);
+          else settle.reject(new DOMException("the run was left before it finished and was undone", "AbortError"));
+        }
       }
     }
     return { [Symbol.asyncIterator]: events, result };
   }
 
+  // One run at a time: a second `run` while one is in progress rejects with BUSY (it does not queue).
   async *#events(input, options, done) {
     if (this.#running) throw new WispError("BUSY", "this agent is already running; await the current run first");
+    this.#live();
     this.#running = true;
+    let mark;
+    let finished = false;
     try {
       const pending = this.#pending.splice(0);
       await Promise.all(pending);
-      yield* this.#loop(input, options, done);
+      if (typeof input !== "string") throw new WispError("INVALID_REQUEST", "run() takes the user's message as a string");
+      checkText(input, "the message");
+      checkText(options.stop, "stop");
+      mark = await this.#live().messageCount;
+      yield* this.#loop(input, options, (result) => {
+        finished = true;
+        done(result);
+      });
     } finally {
+      if (!finished && mark !== undefined) {
+        // Undo the run's messages; when the core is gone (closed, worker dead) there is nothing to undo.
+        await Promise.resolve()
+          .then(() => this.#live().truncate(mark))
+          .catch(() => {});
+      }
       this.#running = false;
     }
   }
@@ -132,16 +199,20 @@ export class Agent {
   async *#loop(input, options, done) {
     const { signal } = options;
     const maxSteps = options.maxSteps ?? this.#options.maxSteps ?? 6;
+    if (!Number.isInteger(maxSteps) || maxSteps < 1) {
+      throw new WispError("INVALID_REQUEST", `maxSteps is ${maxSteps}; it must be a whole number, at least 1`);
+    }
     const request = {
-      sampling: { temperature: options.temperature ?? this.#options.temperature ?? 0 },
+      // The agent's defaults (createAgent's options), then this run's.
+      sampling: samplingParams({ temperature: this.#options.temperature, ...options }),
       maxTokens: options.maxTokens ?? this.#options.maxTokens ?? 256,
       stop: options.stop ?? [],
       draftTokens: options.draftTokens ?? this.#options.draftTokens,
+      responseFormat: options.responseFormat ?? this.#options.responseFormat,
       seed: crypto.getRandomValues(new Uint32Array(1))[0],
     };
-    if (options.seed !== undefined) request.sampling.seed = options.seed;
     if (signal?.aborted) throw abortError(signal);
-    await wrapAsync(() => this.#core.pushUser(String(input)));
+    await wrapAsync(() => this.#live().pushUser(input));
     // "required" and a named tool apply to the first message only (then "auto"), or the model could never
     // answer with the tools' results; "none" holds for the whole run.
     let toolChoice = options.toolChoice ?? this.#options.toolChoice ?? "auto";
@@ -150,12 +221,14 @@ export class Agent {
     const started = performance.now();
     for (let step = 1; step <= maxSteps; step++) {
       yield { type: "step_start", step };
-      const turn = await wrapAsync(() => this.#core.startTurn(request, toolChoice));
+      const turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
       const calls = [];
+      let refused = 0;
       let text = "";
       let finish;
       try {
         do {
+          await breathe();
           if (signal?.aborted) throw abortError(signal);
           const s = await wrapAsync(() => turn.step());
           for (const e of s.events) {
@@ -163,9 +236,12 @@ export class Agent {
               text += e.text;
               yield { type: "text", text: e.text };
             } else if (e.type === "tool_call") {
-              calls.push(e);
-              yield { type: "tool_call", id: e.id, name: e.name, arguments: e.arguments };
+              // JSON text from the core: JSON.parse keeps a "__proto__" key a plain property.
+              const call = { id: e.id, name: e.name, arguments: JSON.parse(e.arguments) };
+              calls.push(call);
+              yield { type: "tool_call", ...call, arguments: JSON.parse(e.arguments) };
             } else if (e.type === "invalid_call") {
+              refused++;
               yield { type: "tool_error", id: e.id, name: e.name ?? null, error: e.error, invalid: true };
             }
           }
@@ -180,17 +256,20 @@ export class Agent {
         turn.free();
       }
       yield { type: "step_end", step, finishReason: finish };
-      if (calls.length === 0) {
+      // A message whose calls were all refused goes on too: the model reads why (its tool messages) and
+      // may try again, within maxSteps.
+      if (calls.length === 0 && refused === 0) {
         const result = { text: text.trim(), finishReason: finish, steps: step, toolCalls, usage: { ...usage, totalMs: performance.now() - started } };
-        yield { type: "final", ...result };
         done(result);
+        yield { type: "final", ...result };
         return;
       }
       if (toolChoice !== "none") toolChoice = "auto";
+      if (signal?.aborted) throw abortError(signal);
       const outcomes = await Promise.all(calls.map((call) => this.#runTool(call, signal)));
-      for (const outcome of outcomes) {
+      for (const { entered, ...outcome } of outcomes) {
         toolCalls.push(outcome);
-        await wrapAsync(() => this.#core.pushToolResult(outcome.id, outcome.name, outcome.error ? `error: ${outcome.error}` : outcome.result));
+        await wrapAsync(() => this.#live().pushToolResult(outcome.id, outcome.name, entered.result, entered.omitted));
         yield outcome.error
           ? { type: "tool_error", id: outcome.id, name: outcome.name, error: outcome.error, ms: outcome.ms }
           : { type: "tool_result", id: outcome.id, name: outcome.name, result: outcome.result, ms: outcome.ms };
@@ -198,15 +277,18 @@ export class Agent {
       if (signal?.aborted) throw abortError(signal);
     }
     const result = { text: "", finishReason: "max_steps", steps: maxSteps, toolCalls, usage: { ...usage, totalMs: performance.now() - started } };
-    yield { type: "final", ...result };
     done(result);
+    yield { type: "final", ...result };
   }
 
   async #runTool(call, signal) {
     const started = performance.now();
     const outcome = { id: call.id, name: call.name, arguments: call.arguments };
     const tool = this.#tools.get(call.name);
-    if (!tool) return { ...outcome, error: `the tool '${call.name}' was removed`, ms: 0 };
+    if (!tool) {
+      const error = `the tool '${call.name}' was removed`;
+      return { ...outcome, error, entered: { result: `error: ${error}`, omitted: 0 }, ms: 0 };
+    }
     const controller = new AbortController();
     const onAbort = () => controller.abort(abortError(signal));
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -214,22 +296,35 @@ export class Agent {
     try {
       const timeout = new Promise((_, reject) => {
         timer = setTimeout(() => {
-          controller.abort(new DOMException("timed out", "TimeoutError"));
-          reject(new Error(`timed out after ${tool.timeoutMs} ms`));
+          const reason = new DOMException(`timed out after ${tool.timeoutMs} ms`, "TimeoutError");
+          reject(reason);
+          controller.abort(reason);
         }, tool.timeoutMs);
       });
       const aborted = new Promise((_, reject) => controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }));
       // The tool gets its own copy of the arguments, so what it changes cannot leak back.
       const run = Promise.resolve().then(() => tool.fn(structuredClone(call.arguments), { signal: controller.signal, id: call.id }));
       const value = await Promise.race([run, timeout, aborted]);
-      return { ...outcome, result: toData(value), ms: performance.now() - started };
+      const data = toData(value);
+      return { ...outcome, result: data.data, entered: clip(data, this.#options.maxResultChars), ms: performance.now() - started };
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
-      return { ...outcome, error: e?.message ?? String(e), ms: performance.now() - started };
+      const error = describe(e);
+      return { ...outcome, error, entered: { result: `error: ${error}`, omitted: 0 }, ms: performance.now() - started };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
     }
+  }
+}
+
+// What a tool threw, as text for the model: its message, or the value itself (tools may throw anything,
+// even an object whose message getter throws).
+function describe(e) {
+  try {
+    return String(e?.message ?? e);
+  } catch {
+    return "the tool failed (its error cannot be shown)";
   }
 }
 
@@ -250,8 +345,8 @@ async function wrapAsync(fn) {
 }
 
 function splitOptions(model, options) {
-  const { system, toolCallFormat, maxResultChars, ...rest } = options;
-  return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }, rest];
+  const { system, toolCallFormat, maxResultChars = DEFAULT_MAX_RESULT_CHARS, ...rest } = options;
+  return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }, { ...rest, maxResultChars }];
 }
 
 /** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens, toolChoice }`. */

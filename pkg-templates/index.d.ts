@@ -7,6 +7,7 @@ export type WispErrorCode =
   | "INVALID_WEIGHTS"
   | "UNSUPPORTED_WEIGHTS"
   | "CONTEXT_OVERFLOW"
+  | "MODEL_TOO_LARGE"
   | "BUSY"
   | "INVALID_REQUEST"
   | "WORKER_FAILED"
@@ -58,6 +59,9 @@ export function init(options?: { wasmUrl?: string | URL }): Promise<void>;
 
 /** Rejects with code `WEBGPU_UNAVAILABLE`, saying why, when the page has no WebGPU adapter. */
 export function adapterInfo(): Promise<AdapterInfo>;
+
+/** The GPU devices Wisp holds and their buffers still alive (for leak checks). */
+export function gpuResources(): Promise<{ devices: number; buffers: number; bytes: number }>;
 
 export class GraphSession {
   private constructor();
@@ -150,10 +154,22 @@ export interface GenerateOptions {
    * passes changes. Default: the backend's choice (WebGPU: chunk length - 1; CPU: 0, off, since each row costs arithmetic there); 0 turns it off.
    */
   draftTokens?: number;
+  /**
+   * The answer is one JSON value valid for the schema (constrained decoding), as OpenAI's
+   * `response_format`; `{ type: "json_object" }` asks for any JSON object. A schema that is not valid or
+   * that the grammar compiler cannot handle rejects with `RESPONSE_FORMAT` before anything runs. In an
+   * agent run, a message is then tool calls or the JSON answer.
+   */
+  responseFormat?: ResponseFormat;
   /** Stops between tokens; the promise rejects with an AbortError. */
   signal?: AbortSignal;
   onText?: (delta: string, step: { text: string; token: number }) => void;
 }
+
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; json_schema: { name?: string; description?: string; schema: object; strict?: boolean } };
 
 export interface GenerateResult {
   text: string;
@@ -232,6 +248,11 @@ export class Model {
   /** Where the time went since the load or `resetProfile()`: milliseconds and calls per stage. */
   profile(): Profile;
   resetProfile(): void;
+  /**
+   * Destroys the GPU device as a driver reset would: later calls reject with `GPU_DEVICE_LOST` (close the
+   * model and load it again). False on the CPU backend.
+   */
+  loseDevice(): boolean;
   close(): void;
 }
 
@@ -319,6 +340,8 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
 /**
  * In worker mode (`createAgent({ worker: true })` or a `WorkerModel`), `removeTool`, `reset` and `messages`
  * return promises, and a tool whose spec the worker rejects makes the next `run` reject (with its code).
+ * One run at a time: a second `run` while one is in progress rejects with `BUSY`. A run that rejects (an
+ * error, an abort) or is left early leaves the conversation as it was before it.
  */
 export class Agent {
   private constructor();
@@ -345,11 +368,13 @@ export function createAgent(options: {
   maxTokens?: number;
   /** The runs' default `toolChoice`. */
   toolChoice?: ToolChoice;
+  /** The runs' default `responseFormat`: each message is tool calls or the JSON answer. */
+  responseFormat?: ResponseFormat;
 }): Promise<Agent>;
 
 /**
  * OpenAI's `chat.completions` over a loaded model: `create({ messages, tools, tool_choice, stream,
- * temperature, top_p, max_tokens, seed, stop })` returns a `chat.completion` object, or with `stream: true`
+ * temperature, top_p, max_tokens, seed, stop, response_format })` returns a `chat.completion` object, or with `stream: true`
  * an async iterable of `chat.completion.chunk` objects (tool calls as `delta.tool_calls`).
  */
 export function createChatCompletions(

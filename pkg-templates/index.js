@@ -3,6 +3,8 @@
 import initCore, * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
 import { clearModelCache, fetchBytes } from "./fetch.js";
+import { checkText, samplingParams } from "./requests.js";
+import { breathe } from "./event-loop.js";
 
 export { WispError, clearModelCache };
 import { WorkerModel } from "./worker-client.js";
@@ -145,6 +147,14 @@ async function moduleFor(backend, requestedThreads) {
   }
 }
 
+/**
+ * The GPU devices Wisp holds and their buffers still alive: `{ devices, buffers, bytes }` (for leak checks;
+ * closing a model or session gives its device back, buffers included).
+ */
+export function gpuResources() {
+  return call(() => core.gpuResources());
+}
+
 /** Describes the page's WebGPU adapter; rejects with code `WEBGPU_UNAVAILABLE` (and why) when there is none. */
 export function adapterInfo() {
   return call(() => core.adapterInfo());
@@ -209,16 +219,27 @@ export async function parseManifest(text) {
   return call(() => core.parseManifest(text));
 }
 
+// Text files (manifest, config, chat template) must be UTF-8: a lenient decoder would turn bad bytes into
+// U+FFFD and load a model with a silently different configuration or template.
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 // `module`: the (initialized) core module whose manifest parser to use.
 async function resolveSource(source, fetchOptions, module) {
   const get = (item, sha256) => toBytes(item) ?? fetchBytes(item, { ...fetchOptions, sha256 });
-  const text = async (item, sha256) => new TextDecoder().decode(await get(item, sha256));
+  const text = async (item, sha256, code = "INVALID_MODEL") => {
+    const bytes = await get(item, sha256);
+    try {
+      return utf8.decode(bytes);
+    } catch {
+      throw new WispError(code, `${item} is not UTF-8 text`);
+    }
+  };
   if (toBytes(source) || typeof source === "string" || source instanceof URL) {
     return { weights: await get(source) };
   }
   if (source && source.bundle) {
     const base = new URL(source.bundle, globalThis.location?.href);
-    const manifest = await guard(async () => module.parseManifest(await text(base)));
+    const manifest = await guard(async () => module.parseManifest(await text(base, undefined, "INVALID_MANIFEST")));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
     return {
@@ -271,6 +292,8 @@ export class Model {
    */
   static async load(source, options = {}) {
     const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads } = options;
+    checkText(source?.chatTemplate, "chatTemplate", "INVALID_MODEL");
+    checkText(source?.config, "config", "INVALID_MODEL");
     const pick = await moduleFor(backend, threads);
     const { module } = pick;
     if (module === core) await init();
@@ -330,6 +353,7 @@ export class Model {
   }
 
   encode(text) {
+    checkText(text, "the text");
     return wrapSync(() => this.#core().encode(text));
   }
 
@@ -339,6 +363,8 @@ export class Model {
 
   /** Renders `[{ role, content }]` with the model's chat template. */
   renderChat(messages, { tools, addGenerationPrompt = true } = {}) {
+    checkText(messages, "messages");
+    checkText(tools, "tools");
     return wrapSync(() => this.#core().renderChat(messages, tools, addGenerationPrompt));
   }
 
@@ -353,7 +379,10 @@ export class Model {
    * (default 256), `temperature` (default 0: greedy), `topK`, `topP`, `minP`, `repetitionPenalty`,
    * `presencePenalty`, `frequencyPenalty`, `seed`, `stop` (strings), `draftTokens` (prompt-lookup drafts
    * checked per pass; the output is the same, 0 turns them off), `signal` (stops between tokens and
-   * rejects with an AbortError; what was generated stays in the cache), `onText(delta)`.
+   * rejects with an AbortError; what was generated stays in the cache), `onText(delta)`, `responseFormat`
+   * (OpenAI's `{ type: "json_schema", json_schema: { name, schema } }` or `{ type: "json_object" }`: the
+   * answer is one JSON value valid for the schema, by constrained decoding; a schema that cannot be used
+   * rejects with RESPONSE_FORMAT before anything runs).
    */
   async generate(input, options = {}) {
     const stream = this.stream(input, options);
@@ -399,16 +428,19 @@ export class Model {
         if (signal?.aborted) throw signal.reason ?? new DOMException("the generation was aborted", "AbortError");
       };
       throwIfAborted();
+      checkText(options.stop, "stop");
       const ids = this.#promptIds(input);
       const request = {
         sampling: samplingParams(options),
         maxTokens: options.maxTokens ?? 256,
         stop: options.stop ?? [],
         draftTokens: options.draftTokens,
+        responseFormat: options.responseFormat,
         seed: crypto.getRandomValues(new Uint32Array(1))[0],
       };
       generation = await guard(() => this.#core().startGeneration(ids, request));
       for (;;) {
+        await breathe();
         throwIfAborted();
         const step = await guard(() => generation.step());
         if (!firstAt) firstAt = performance.now();
@@ -463,30 +495,20 @@ export class Model {
     wrapSync(() => this.#core().resetProfile());
   }
 
+  /**
+   * Destroys the model's GPU device as a driver reset would, so that an app can exercise its recovery:
+   * later calls reject with `GPU_DEVICE_LOST`; close the model and load it again. Returns false on the CPU
+   * backend, which has no device.
+   */
+  loseDevice() {
+    return wrapSync(() => this.#core().loseDevice());
+  }
+
   /** Frees the model's GPU device and memory now. */
   close() {
     this.#inner?.free();
     this.#inner = null;
   }
-}
-
-const SAMPLING_KEYS = {
-  temperature: "temperature",
-  topK: "top_k",
-  topP: "top_p",
-  minP: "min_p",
-  repetitionPenalty: "repetition_penalty",
-  presencePenalty: "presence_penalty",
-  frequencyPenalty: "frequency_penalty",
-  seed: "seed",
-};
-
-function samplingParams(options) {
-  const params = { temperature: 0 };
-  for (const [js, rust] of Object.entries(SAMPLING_KEYS)) {
-    if (options[js] !== undefined) params[rust] = options[js];
-  }
-  return params;
 }
 
 function wrapSync(fn) {

@@ -5,6 +5,8 @@
 // talks to the on-device model. The conversation is replayed into the model's chat template for each
 // request; the model's KV cache keeps the common prefix, so a follow-up only runs the new tokens.
 import { WispError } from "./errors.js";
+import { checkText } from "./requests.js";
+import { breathe } from "./event-loop.js";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
@@ -43,13 +45,14 @@ function toolChoiceOf(choice, tools) {
 /** Checks an OpenAI request and turns it into what the core takes. */
 function parseRequest(params) {
   if (!params || typeof params !== "object") throw invalid("the request must be an object");
+  checkText(params, "the request");
   const { messages, tools = [], tool_choice, stream = false, temperature, stop, response_format } = params;
   const maxTokens = params.max_completion_tokens ?? params.max_tokens ?? 256;
   if (!Array.isArray(messages) || messages.length === 0) throw invalid("messages must be a non-empty array");
   if (!Array.isArray(tools)) throw invalid("tools must be an array");
   if (params.n !== undefined && params.n !== 1) throw invalid("n must be 1: one choice per request");
-  if (response_format !== undefined && response_format?.type !== "text") {
-    throw invalid(`response_format ${JSON.stringify(response_format?.type)} is not supported yet; use tools for structured output`);
+  if (response_format !== undefined && response_format !== null && typeof response_format !== "object") {
+    throw invalid("response_format must be { type: \"text\" | \"json_object\" | \"json_schema\", json_schema? }");
   }
   const specs = tools.map((t, i) => {
     if (t?.type !== "function" || typeof t.function?.name !== "string") {
@@ -95,7 +98,8 @@ function parseRequest(params) {
     replay: replay.filter(Boolean),
     toolChoice: toolChoiceOf(tool_choice, specs),
     stream: Boolean(stream),
-    request: { sampling, maxTokens, stop: stops, seed: crypto.getRandomValues(new Uint32Array(1))[0] },
+    // The core checks the format and its schema (INVALID_REQUEST, RESPONSE_FORMAT) before anything runs.
+    request: { sampling, maxTokens, stop: stops, responseFormat: response_format ?? undefined, seed: crypto.getRandomValues(new Uint32Array(1))[0] },
   };
 }
 
@@ -139,11 +143,12 @@ async function* complete(model, parsed) {
       const calls = [];
       let finish;
       do {
+        await breathe();
         const s = await call(() => turn.step());
         for (const e of s.events) {
           if (e.type === "text") yield { text: e.text };
           else if (e.type === "tool_call") {
-            const c = { id: e.id, name: e.name, arguments: JSON.stringify(e.arguments) };
+            const c = { id: e.id, name: e.name, arguments: e.arguments };
             calls.push(c);
             yield { call: c, index: calls.length - 1 };
           }
@@ -241,10 +246,21 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
   };
 }
 
+// Failures caused by the request itself: status 400, as OpenAI answers them.
+const CLIENT_ERRORS = new Set([
+  "INVALID_REQUEST",
+  "RESPONSE_FORMAT",
+  "INVALID_TOOL",
+  "DUPLICATE_TOOL",
+  "UNKNOWN_TOOL",
+  "TOOL_GRAMMAR",
+  "CONTEXT_OVERFLOW",
+]);
+
 /**
  * A `fetch` for the official `openai` SDK: answers `POST …/chat/completions` with the on-device model
  * (JSON, or server-sent events when `stream: true`); errors come back as OpenAI error bodies with status
- * 400 (bad request) or 500, and every other path is a 404.
+ * 400 (a bad request: its schema, tools, length) or 500, and every other path is a 404.
  */
 export function openaiFetch(model, options) {
   const completions = createChatCompletions(model, options);
@@ -262,7 +278,7 @@ export function openaiFetch(model, options) {
     try {
       result = await completions.create(await request.json());
     } catch (e) {
-      return error(e?.code === "INVALID_REQUEST" || e instanceof SyntaxError ? 400 : 500, e);
+      return error(CLIENT_ERRORS.has(e?.code) || e instanceof SyntaxError ? 400 : 500, e);
     }
     if (!(Symbol.asyncIterator in result)) {
       return new Response(JSON.stringify(result), { status: 200, headers: { "content-type": "application/json" } });

@@ -229,16 +229,24 @@ class RemoteAgent {
     return this.#call("pushUser", text);
   }
 
-  pushToolResult(id, name, result) {
-    return this.#call("pushToolResult", id, name, result);
+  pushToolResult(id, name, result, omitted) {
+    return this.#call("pushToolResult", id, name, result, omitted);
   }
 
   reset() {
     return this.#call("reset");
   }
 
+  truncate(length) {
+    return this.#call("truncate", length);
+  }
+
   get messages() {
     return this.#channel.call("agentMessages", { handle: this.#handle });
+  }
+
+  get messageCount() {
+    return this.#channel.call("agentMessageCount", { handle: this.#handle });
   }
 
   async startTurn(request, toolChoice) {

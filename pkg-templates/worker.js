@@ -39,7 +39,7 @@ function requireModel() {
 }
 
 // The core agent methods the page's Agent calls through agentCall.
-const AGENT_METHODS = new Set(["addTool", "removeTool", "pushUser", "pushToolResult", "reset"]);
+const AGENT_METHODS = new Set(["addTool", "removeTool", "pushUser", "pushToolResult", "reset", "truncate"]);
 
 const ops = {
   async load({ source, options }, id) {
@@ -76,6 +76,7 @@ const ops = {
     return held(handle)[method](...args);
   },
   agentMessages: ({ handle }) => held(handle).messages,
+  agentMessageCount: ({ handle }) => held(handle).messageCount,
   agentFree: ({ handle }) => release(handle),
   turnStart: async ({ handle, request, toolChoice }) => keep(await held(handle).startTurn(request, toolChoice)),
   // The last step also carries the turn's usage, so that the page needs no extra round trip.

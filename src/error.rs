@@ -73,6 +73,11 @@ pub enum WispError {
     /// support), or the grammar failed while decoding.
     #[error("tool-call grammar: {0}")]
     ToolGrammar(String),
+    /// A `response_format` whose schema is not a JSON Schema object or cannot be turned into a decoding
+    /// grammar (a keyword llguidance does not support, look-around in a `pattern`, an unsatisfiable
+    /// schema), or whose grammar failed while decoding.
+    #[error("response format: {0}")]
+    ResponseFormat(String),
     /// A tool call's arguments do not satisfy the tool's parameter schema. The message lists every
     /// problem with its JSON Pointer, so it can be handed back to the model as is.
     #[error(
@@ -125,6 +130,7 @@ impl WispError {
             WispError::DuplicateTool(_) => "DUPLICATE_TOOL",
             WispError::UnknownTool(_) => "UNKNOWN_TOOL",
             WispError::ToolGrammar(_) => "TOOL_GRAMMAR",
+            WispError::ResponseFormat(_) => "RESPONSE_FORMAT",
             WispError::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
         }
     }
@@ -157,6 +163,7 @@ mod tests {
             WispError::DuplicateTool("x".into()),
             WispError::UnknownTool("x".into()),
             WispError::ToolGrammar("x".into()),
+            WispError::ResponseFormat("x".into()),
             WispError::InvalidToolArguments {
                 tool: "x".into(),
                 problems: Vec::new(),

@@ -10,6 +10,7 @@ pub mod error;
 #[cfg(target_arch = "wasm32")]
 mod facade;
 pub mod generate;
+pub mod grammar;
 pub mod graph;
 pub mod model;
 pub mod profile;

@@ -1,16 +1,19 @@
-//! Constrained tool calls (src/agent/grammar.rs) on the CPU backend: with the tiny random-weight fixture
-//! (which writes garbage on its own) and with the bundled model, every call that a constrained message
-//! makes parses and satisfies its tool's schema, whatever the seed, prompt and tool set; `tool_choice`
-//! behaves; jump-forward gives the same tokens as masking alone; unusable schemas are coded errors.
+//! Constrained decoding (src/grammar/, src/agent/grammar.rs) on the CPU backend: with the tiny random-weight
+//! fixture (which writes garbage on its own) and with the bundled model, every call that a constrained
+//! message makes parses and satisfies its tool's schema, whatever the seed, prompt and tool set;
+//! `tool_choice` behaves; jump-forward gives the same tokens as masking alone; unusable schemas are coded
+//! errors. And `response_format`: every answer is JSON valid for its schema (checked by `jsonschema`, not
+//! by the grammar), alone or as the alternative to tool calls.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 use wisp::agent::{
-    Conversation, GrammarEnv, ToolCallFormat, ToolChoice, ToolConstraint, ToolSpec, Turn, TurnEvent,
+    tool_constraint, Conversation, ToolCallFormat, ToolChoice, ToolSpec, Turn, TurnEvent,
 };
 use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
+use wisp::grammar::{response_constraint, GrammarEnv, ResponseFormat};
 use wisp::model::ModelWeights;
 use wisp::text::{ChatTemplate, Tokenizer};
 
@@ -226,7 +229,7 @@ fn run(
     .unwrap();
     if let Some(choice) = choice {
         let constraint =
-            ToolConstraint::new(&model.env, &c.tools, format, choice, jump_forward).unwrap();
+            tool_constraint(&model.env, &c.tools, format, choice, None, jump_forward).unwrap();
         generation.add_processor(Box::new(constraint));
     }
     let mut turn = Turn::new(generation, &c);
@@ -535,11 +538,12 @@ fn unusable_schemas_are_coded_errors() {
     for parameters in weird {
         let mut c = Conversation::new(None, ToolCallFormat::Hermes, 100);
         c.tools.register(tool("t", parameters.clone())).unwrap();
-        match ToolConstraint::new(
+        match tool_constraint(
             &model.env,
             &c.tools,
             ToolCallFormat::Hermes,
             &ToolChoice::Required,
+            None,
             true,
         ) {
             Err(e) => assert_eq!(e.code(), "TOOL_GRAMMAR", "{parameters}: {e}"),
@@ -548,9 +552,16 @@ fn unusable_schemas_are_coded_errors() {
     }
     let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
     let unknown = ToolChoice::Named("nope".into());
-    let e = ToolConstraint::new(&model.env, &c.tools, ToolCallFormat::Hermes, &unknown, true)
-        .err()
-        .unwrap();
+    let e = tool_constraint(
+        &model.env,
+        &c.tools,
+        ToolCallFormat::Hermes,
+        &unknown,
+        None,
+        true,
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.code(), "UNKNOWN_TOOL");
 }
 
@@ -566,7 +577,7 @@ fn accepts(
 ) -> f64 {
     use wisp::generate::LogitsProcessor;
     let c = conversation(&tool_sets()[0], format, "x");
-    let mut constraint = ToolConstraint::new(env, &c.tools, format, choice, false).unwrap();
+    let mut constraint = tool_constraint(env, &c.tools, format, choice, None, false).unwrap();
     let ids = tokenizer.encode(text).unwrap();
     let mut logits = vec![0.0f32; vocab];
     let t0 = Instant::now();
@@ -625,7 +636,7 @@ fn qwen3_vocabulary_allows_what_templates_write() {
         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\", \"unit\": \"kelvin\"",
         "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}",
     ] {
-        let mut constraint = ToolConstraint::new(&env, &c.tools, ToolCallFormat::Hermes, &ToolChoice::Auto, false).unwrap();
+        let mut constraint = tool_constraint(&env, &c.tools, ToolCallFormat::Hermes, &ToolChoice::Auto, None, false).unwrap();
         let mut refused = false;
         let mut logits = vec![0.0f32; vocab];
         for id in tokenizer.encode(bad).unwrap() {
@@ -673,11 +684,12 @@ fn tags_that_are_special_tokens() {
         );
     }
     let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
-    let mut none = ToolConstraint::new(
+    let mut none = tool_constraint(
         &env,
         &c.tools,
         ToolCallFormat::Hermes,
         &ToolChoice::None,
+        None,
         false,
     )
     .unwrap();
@@ -686,4 +698,260 @@ fn tags_that_are_special_tokens() {
     let open = tokenizer.token_id("<tool_call>").unwrap() as usize;
     assert_eq!(logits[open], f32::NEG_INFINITY);
     assert!(logits[tokenizer.encode("Hi").unwrap()[0] as usize].is_finite());
+}
+
+/// Answer schemas: enums, bounded and unbounded numbers, booleans, nested objects, arrays, `anyOf` with
+/// null, optional fields. Strings are bounded so that the models end within the budget (a grammar cannot
+/// make a weak model close a string: see `json_object_answers`).
+fn answer_formats() -> Vec<ResponseFormat> {
+    let schema = |schema: Value| {
+        serde_json::from_value::<ResponseFormat>(
+            json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": true}}),
+        )
+        .unwrap()
+    };
+    vec![
+        schema(json!({"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 16},
+            "temperature_c": {"type": "number", "minimum": -90, "maximum": 60},
+            "condition": {"enum": ["sunny", "rainy", "cloudy"]},
+            "windy": {"type": "boolean"}},
+            "required": ["city", "temperature_c", "condition"], "additionalProperties": false})),
+        schema(json!({"type": "object", "properties": {
+            "title": {"type": "string", "minLength": 1, "maxLength": 20},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 1, "maxItems": 3},
+            "when": {"type": "object", "properties": {
+                "hour": {"type": "integer", "minimum": 0, "maximum": 23},
+                "minute": {"type": "integer", "minimum": 0, "maximum": 59}},
+                "required": ["hour", "minute"], "additionalProperties": false},
+            "note": {"anyOf": [{"type": "string", "maxLength": 10}, {"type": "null"}]}},
+            "required": ["title", "tags", "when", "note"], "additionalProperties": false})),
+        schema(
+            json!({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4}),
+        ),
+    ]
+}
+
+const ANSWER_PROMPTS: &[&str] = &[
+    "What's the weather in Paris? Answer in JSON.",
+    "Make a note: dentist at 9:15.",
+    "List a few numbers.",
+    "hello",
+    "Describe Tokyo's weather as JSON.",
+    "Remind me to call Ana at 18:00, tag it family.",
+];
+
+/// One answer in `format`: its text, its finish reason, and the tokens it took.
+fn answer(
+    model: &mut Model,
+    format: &ResponseFormat,
+    prompt: &str,
+    sampling: SamplingParams,
+) -> (String, Option<FinishReason>, usize) {
+    let c = conversation(&[], ToolCallFormat::Hermes, prompt);
+    let ids = prompt_ids(model, &c);
+    let options = GenerateOptions {
+        sampling,
+        max_new_tokens: 300,
+        stop: Vec::new(),
+        draft_len: None,
+    };
+    let constraint = response_constraint(&model.env, format, true)
+        .unwrap()
+        .unwrap();
+    let mut generation = pollster::block_on(Generation::start(
+        &mut model.decoder,
+        &ids,
+        &model.eos,
+        options,
+        1,
+    ))
+    .unwrap();
+    generation.add_processor(Box::new(constraint));
+    let mut text = String::new();
+    loop {
+        let step =
+            pollster::block_on(generation.step(&mut model.decoder, &model.tokenizer)).unwrap();
+        text.push_str(&step.text);
+        if step.finish.is_some() {
+            return (text, step.finish, generation.usage().completion_tokens);
+        }
+    }
+}
+
+/// Every answer of every format, prompt and seed parses and validates; returns the number of answers.
+fn all_answers_valid(model: &mut Model, seeds: u64) -> usize {
+    let mut answers = 0;
+    for (f, format) in answer_formats().iter().enumerate() {
+        let validator = jsonschema::validator_for(&format.schema().unwrap()).unwrap();
+        for (p, prompt) in ANSWER_PROMPTS.iter().enumerate() {
+            for seed in 0..seeds {
+                let (text, finish, _) = answer(model, format, prompt, sampled(seed));
+                let at = format!("format {f}, prompt {p}, seed {seed}: {text:?}");
+                assert_eq!(finish, Some(FinishReason::EosToken), "{at}");
+                let value: Value =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
+                let problems: Vec<String> = validator
+                    .iter_errors(&value)
+                    .map(|e| e.to_string())
+                    .collect();
+                assert!(problems.is_empty(), "{at}: {problems:?}");
+                answers += 1;
+            }
+        }
+    }
+    answers
+}
+
+#[test]
+fn tiny_random_model_only_writes_valid_json_answers() {
+    let mut model = tiny();
+    let n = all_answers_valid(&mut model, 3);
+    eprintln!("tiny model: {n} JSON answers, all valid");
+}
+
+#[test]
+fn bundled_model_only_writes_valid_json_answers() {
+    let mut model = bundled();
+    let n = all_answers_valid(&mut model, 3);
+    json_object_answers(&mut model);
+    let (text, _, tokens) = answer(
+        &mut model,
+        &answer_formats()[0],
+        ANSWER_PROMPTS[0],
+        greedy(),
+    );
+    eprintln!("bundled model: {n} JSON answers, all valid; greedy, {tokens} tokens: {text}");
+}
+
+/// `{ type: "json_object" }`: any object, so its strings are unbounded and the undertrained model may write
+/// one until the budget ends it; every answer that ends is an object.
+fn json_object_answers(model: &mut Model) {
+    let format: ResponseFormat = serde_json::from_value(json!({"type": "json_object"})).unwrap();
+    let (mut ended, mut cut) = (0, 0);
+    for prompt in ANSWER_PROMPTS {
+        let (text, finish, _) = answer(model, &format, prompt, greedy());
+        assert!(text.starts_with('{'), "{prompt:?}: {text:?}");
+        if finish == Some(FinishReason::Length) {
+            cut += 1;
+            continue;
+        }
+        let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert!(value.is_object(), "{text:?}");
+        ended += 1;
+    }
+    eprintln!("bundled model, json_object, greedy: {ended} objects, {cut} cut by the budget of 300 tokens");
+}
+
+#[test]
+fn answers_or_calls_with_tools() {
+    // With tools and a JSON answer, a message is valid calls or the valid answer, never text.
+    let mut model = bundled();
+    let format = &answer_formats()[0];
+    let schema = format.schema().unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let tools = &tool_sets()[0];
+    let (mut calls, mut answers) = (0, 0);
+    for (p, prompt) in ANSWER_PROMPTS.iter().chain(PROMPTS).enumerate() {
+        for seed in 0..3 {
+            let mut c = conversation(tools, ToolCallFormat::Hermes, prompt);
+            let ids = prompt_ids(&model, &c);
+            let options = GenerateOptions {
+                sampling: sampled(seed),
+                max_new_tokens: 300,
+                stop: Vec::new(),
+                draft_len: None,
+            };
+            let constraint = tool_constraint(
+                &model.env,
+                &c.tools,
+                ToolCallFormat::Hermes,
+                &ToolChoice::Auto,
+                Some(&schema),
+                true,
+            )
+            .unwrap();
+            let mut generation = pollster::block_on(Generation::start(
+                &mut model.decoder,
+                &ids,
+                &model.eos,
+                options,
+                1,
+            ))
+            .unwrap();
+            generation.add_processor(Box::new(constraint));
+            let mut turn = Turn::new(generation, &c);
+            let mut o = Outcome::default();
+            loop {
+                let step =
+                    pollster::block_on(turn.step(&mut model.decoder, &model.tokenizer, &mut c))
+                        .unwrap();
+                o.events.extend(step.events);
+                if step.finish.is_some() {
+                    o.finish = step.finish;
+                    break;
+                }
+            }
+            let at = format!("prompt {p}, seed {seed}: {o:?}");
+            assert_eq!(o.finish, Some(FinishReason::EosToken), "{at}");
+            assert!(o.invalid().is_empty(), "{at}");
+            if o.valid() > 0 {
+                assert!(o.text().trim().is_empty(), "{at}");
+                calls += o.valid();
+            } else {
+                let value: Value =
+                    serde_json::from_str(&o.text()).unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert!(validator.is_valid(&value), "{at}");
+                answers += 1;
+            }
+        }
+    }
+    eprintln!("bundled model, tools and a JSON answer: {calls} valid calls, {answers} valid answers, nothing else");
+    // "none" leaves the answer alone; Llama 3 JSON calls cannot share "auto" with a JSON answer.
+    let c = conversation(tools, ToolCallFormat::Llama3Json, "x");
+    let e = tool_constraint(
+        &model.env,
+        &c.tools,
+        ToolCallFormat::Llama3Json,
+        &ToolChoice::Auto,
+        Some(&schema),
+        true,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.code(), "INVALID_REQUEST");
+    assert!(tool_constraint(
+        &model.env,
+        &c.tools,
+        ToolCallFormat::Llama3Json,
+        &ToolChoice::None,
+        Some(&schema),
+        true
+    )
+    .is_ok());
+}
+
+#[test]
+fn unusable_response_formats_are_coded_errors() {
+    let model = tiny();
+    let read = |v: Value| serde_json::from_value::<ResponseFormat>(v).unwrap();
+    let text = read(json!({"type": "text"}));
+    assert!(response_constraint(&model.env, &text, true)
+        .unwrap()
+        .is_none());
+    for schema in [
+        json!(true),
+        json!({"type": 5}),
+        json!({"type": "string", "pattern": "(?=a)a"}),
+        json!({"type": "array", "uniqueItems": true}),
+        json!({"type": "integer", "minimum": 5, "maximum": 1}),
+        json!({"allOf": [{"type": "string"}, {"type": "integer"}]}),
+    ] {
+        let format =
+            read(json!({"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}));
+        match response_constraint(&model.env, &format, true) {
+            Err(e) => assert_eq!(e.code(), "RESPONSE_FORMAT", "{schema}: {e}"),
+            Ok(_) => panic!("{schema}: compiled"),
+        }
+    }
 }

@@ -24,6 +24,7 @@ case "${1:-}" in
     # With `threads`: the CPU tests then also run the threaded loops (tests/cpu_threads.rs and the
     # thread tests of src/backend/cpu need it).
     cargo test --quiet --features threads
+    bash tools/fuzz.sh 10
     bash tools/build-pkg.sh
     node --test --test-concurrency=1 tests/browser/
     ;;

@@ -6,6 +6,9 @@
 //!         "reps", "warmup", "prompts": [[ids…], …] } (paths relative to the repository). The first prompt also decodes
 //! `decode` tokens; the others only prefill. Every run starts from an empty cache.
 
+#[path = "../tests/support/bandwidth.rs"]
+mod bandwidth;
+
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -34,21 +37,6 @@ fn argmax(v: &[f32]) -> u32 {
     v.iter()
         .enumerate()
         .fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
-}
-
-/// Single-thread copy bandwidth, bytes copied per second: the best of five copies of 256 MiB.
-fn memcpy_bandwidth() -> f64 {
-    let n = 256 << 20;
-    let src = vec![1u8; n];
-    let mut dst = vec![0u8; n];
-    let mut best = f64::MAX;
-    for _ in 0..5 {
-        let t = Instant::now();
-        dst.copy_from_slice(std::hint::black_box(&src));
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&mut dst);
-    }
-    n as f64 / best
 }
 
 fn ms(t: Instant) -> f64 {
@@ -122,7 +110,7 @@ fn main() {
             "adapter": adapter,
             "loadMs": load_ms,
             "weightBytesPerPass": weight_bytes,
-            "memcpyBytesPerSec": memcpy_bandwidth(),
+            "memcpyBytesPerSec": bandwidth::memcpy_bandwidth(),
             "runs": runs,
         })
     );

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Wisp needs, skipping whatever is already there (a second run takes
 # seconds): Debian packages (Chromium, Mesa's lavapipe Vulkan driver, binaryen), the wasm32 Rust target,
-# a pinned nightly for the threaded module, wasm-bindgen-cli at the exact version in Cargo.lock, and the
-# npm dev dependencies.
+# a pinned nightly for the threaded module, wasm-bindgen-cli at the exact version in Cargo.lock, a nightly
+# toolchain and cargo-fuzz (tools/fuzz.sh), and the npm dev dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +37,18 @@ wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, "");
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wb_version" ]; then
   echo "setup: cargo install wasm-bindgen-cli $wb_version (about 2-4 minutes)"
   cargo install --quiet --locked wasm-bindgen-cli --version "=$wb_version"
+fi
+
+# The fuzz targets (tools/fuzz.sh) build with nightly (sanitizers, libFuzzer's instrumentation): the
+# floating one (nightly-<host>), which the pinned nightly-<date>-<host> above does not stand in for.
+if ! rustup toolchain list | grep -Eq '^nightly-[a-z]'; then
+  echo "setup: rustup toolchain install nightly (minimal profile)"
+  rustup toolchain install nightly --profile minimal
+fi
+fuzz_version=0.13.2
+if [ "$(cargo fuzz --version 2>/dev/null | awk '{print $2}')" != "$fuzz_version" ]; then
+  echo "setup: cargo install cargo-fuzz $fuzz_version (about a minute)"
+  cargo install --quiet --locked cargo-fuzz --version "=$fuzz_version"
 fi
 
 # npm ci only when the lock file changed since the last install.

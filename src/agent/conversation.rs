@@ -73,14 +73,15 @@ impl Conversation {
         self.messages.push(Message::new("user", text));
     }
 
-    /// The prompt for the next assistant message: the messages and tools through the chat template.
+    /// The prompt for the next assistant message: the messages and tools through the chat template (Hermes
+    /// style when the template has no tools section, see `hermes_prompt`).
     pub fn prompt(&self, template: &ChatTemplate) -> Result<String> {
         let tools = if self.tools.is_empty() {
             None
         } else {
             Some(self.tools.openai_tools())
         };
-        template.render(&self.messages, tools.as_ref(), true)
+        super::render_chat(template, &self.messages, tools.as_ref(), true)
     }
 
     /// Records the assistant's message: its text, and the calls it made (arguments as canonical JSON
@@ -107,13 +108,22 @@ impl Conversation {
         self.messages.push(message);
     }
 
-    /// Records a tool's result (or error) for the call `id`, capped at `max_result_chars`.
-    pub fn push_tool_result(&mut self, id: &str, name: &str, result: &Value) {
+    /// Forgets every message after the first `len` (never the system prompt): a run that failed or was
+    /// aborted leaves the conversation as it found it.
+    pub fn truncate(&mut self, len: usize) {
+        let keep = usize::from(self.system.is_some());
+        self.messages.truncate(len.max(keep));
+    }
+
+    /// Records a tool's result (or error) for the call `id`, capped at `max_result_chars`. `omitted` is
+    /// the number of characters the caller already cut from the end of a long string (the page does, so
+    /// that a 50 MB result never crosses into wasm); the note counts them.
+    pub fn push_tool_result(&mut self, id: &str, name: &str, result: &Value, omitted: usize) {
         let text = match result {
             Value::String(s) => s.clone(),
             other => canonical_json(other),
         };
-        let total = text.chars().count();
+        let total = text.chars().count() + omitted;
         let content = if total > self.max_result_chars {
             let kept: String = text.chars().take(self.max_result_chars).collect();
             format!(
@@ -156,7 +166,7 @@ mod tests {
                 arguments: json!({"x": 1}),
             }],
         );
-        c.push_tool_result("call_0", "f", &json!("0123456789abcdef"));
+        c.push_tool_result("call_0", "f", &json!("0123456789abcdef"), 0);
         let last = c.messages.last().unwrap();
         assert_eq!(last.role, "tool");
         assert_eq!(
@@ -168,6 +178,14 @@ mod tests {
             c.messages[2].tool_calls.as_ref().unwrap()[0]["function"]["arguments"],
             json!("{\"x\": 1}")
         );
+        c.push_tool_result("call_1", "f", &json!("0123456789"), 5);
+        assert_eq!(
+            c.messages.last().unwrap().content.as_deref(),
+            Some("0123456789\n[truncated: 5 more characters not shown]")
+        );
+        c.truncate(0);
+        assert_eq!(c.messages.len(), 1, "the system prompt stays");
+        c.push_user("again");
         c.reset();
         assert_eq!(c.messages.len(), 1);
         assert_eq!(c.messages[0].role, "system");

@@ -5,21 +5,15 @@
 //! The grammar is a Lark grammar for llguidance, with one `%json` schema per tool (llguidance compiles
 //! JSON Schema itself). In `auto` mode the text before a call is a lazy lexeme that ends at the call's
 //! opener, the pattern llguidance documents for tool calls: the model writes freely until it opens a call,
-//! and from there only a complete, valid call can follow. The JSON uses Python's `json.dumps` separators
-//! (`", "`, `": "`), the form chat templates render and the bundled model was trained on.
+//! and from there only a complete, valid call can follow. With a `response_format`, the message is calls
+//! or the JSON answer instead of calls or text.
 
-use std::sync::Arc;
-
-use llguidance::api::TopLevelGrammar;
-use llguidance::{Matcher, ParserFactory};
 use serde::Deserialize;
-use serde_json::{json, Value};
-use toktrie::{ApproximateTokEnv, SimpleVob, TokRxInfo, TokTrie, TokenizerEnv};
+use serde_json::Value;
 
 use super::{ToolCallFormat, ToolRegistry};
 use crate::error::{Result, WispError};
-use crate::generate::LogitsProcessor;
-use crate::text::Tokenizer;
+use crate::grammar::{json_rule, lark_string, GrammarConstraint, GrammarEnv};
 
 /// Which calls the model may make, as OpenAI's `tool_choice` says it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -67,83 +61,15 @@ impl<'de> Deserialize<'de> for ToolChoice {
 const HERMES_OPEN: &str = "<tool_call>";
 const HERMES_CLOSE: &str = "</tool_call>";
 
-/// The model's vocabulary as llguidance sees it, and its grammar compiler: built once per model, since
-/// building the token trie walks the whole vocabulary.
-pub struct GrammarEnv {
-    factory: ParserFactory,
-    eos: Vec<u32>,
-}
-
-impl GrammarEnv {
-    /// `vocab_size` is the model's (the logits' length, which may exceed the tokenizer's); `eos` the
-    /// tokens that end the message, at least one.
-    pub fn new(tokenizer: &Tokenizer, vocab_size: usize, eos: &[u32]) -> Result<Self> {
-        let Some(&first_eos) = eos.first() else {
-            return Err(WispError::InvalidModel(
-                "constrained decoding needs an end-of-turn token".into(),
-            ));
-        };
-        let mut words = llguidance::token_bytes_from_tokenizer_json(&tokenizer.to_json()?)
-            .map_err(|e| WispError::InvalidModel(format!("tokenizer: {e}")))?;
-        words.resize(words.len().max(vocab_size), Vec::new());
-        for &id in eos {
-            let word = words.get_mut(id as usize).ok_or_else(|| {
-                WispError::InvalidModel(format!("end-of-turn token {id} is outside the vocabulary"))
-            })?;
-            // llguidance only lets special tokens (marked with 0xFF) end a message; an end token the
-            // tokenizer does not call special must not count as text either.
-            if word.first() != Some(&TokTrie::SPECIAL_TOKEN_MARKER) {
-                let mut marked = vec![TokTrie::SPECIAL_TOKEN_MARKER];
-                marked.extend_from_slice(format!("<|wisp_eos_{id}|>").as_bytes());
-                *word = marked;
-            }
-        }
-        let info = TokRxInfo::new(words.len() as u32, first_eos);
-        let trie = TokTrie::from(&info, &words).with_eos_tokens(eos);
-        let env: Arc<dyn TokenizerEnv + Sync> = Arc::new(ApproximateTokEnv::new(trie));
-        let mut factory = ParserFactory::new_simple(&env).map_err(grammar_error)?;
-        // Problems come back as errors; nothing should go to stderr (which is nowhere on the web).
-        factory.quiet().set_stderr_log_level(0);
-        Ok(GrammarEnv {
-            factory,
-            eos: eos.to_vec(),
-        })
-    }
-
-    fn trie(&self) -> &TokTrie {
-        self.factory.tok_env().tok_trie()
-    }
-
-    /// How the grammar writes a tag: as the special token when the tokenizer has one by that name (its
-    /// bytes could not be produced as text), else as text.
-    fn tag(&self, tag: &str) -> String {
-        if self.trie().get_special_token(tag).is_some() {
-            tag.to_string()
-        } else {
-            lark_string(tag)
-        }
-    }
-
-    fn is_special(&self, tag: &str) -> bool {
-        self.trie().get_special_token(tag).is_some()
-    }
-}
-
-fn grammar_error(e: impl std::fmt::Display) -> WispError {
-    WispError::ToolGrammar(e.to_string())
-}
-
-/// A Lark string literal (JSON's escapes are Lark's).
-fn lark_string(text: &str) -> String {
-    Value::String(text.to_string()).to_string()
-}
-
-/// The Lark grammar of an assistant message: calls to `tools` in `format`, as `choice` allows.
+/// The Lark grammar of an assistant message: calls to `tools` in `format`, as `choice` allows; where the
+/// message may be something else than calls, it is text, or with `answer` a JSON value valid for that
+/// schema.
 pub fn lark_grammar(
     env: &GrammarEnv,
     tools: &ToolRegistry,
     format: ToolCallFormat,
     choice: &ToolChoice,
+    answer: Option<&Value>,
 ) -> Result<String> {
     let names: Vec<&str> = match choice {
         ToolChoice::Named(name) => {
@@ -169,23 +95,19 @@ pub fn lark_grammar(
         let spec = tools
             .get(name)
             .ok_or_else(|| WispError::UnknownTool(name.to_string()))?;
-        let mut schema = spec.parameters.clone();
-        bound_numbers(&mut schema);
-        if let Value::Object(fields) = &mut schema {
-            fields.insert(
-                "x-guidance".into(),
-                json!({"item_separator": ", ", "key_separator": ": ", "whitespace_flexible": false}),
-            );
-        }
         let prefix = format!("{{\"name\": \"{name}\", \"{arguments_key}\": ");
         rules.push(format!(
-            "tool_{i}: {} %json {schema} \"}}\"",
-            lark_string(&prefix)
+            "tool_{i}: {} {} \"}}\"",
+            lark_string(&prefix),
+            json_rule(&spec.parameters)
         ));
         alternatives.push(format!("tool_{i}"));
     }
     if !alternatives.is_empty() {
         rules.push(format!("body: {}", alternatives.join(" | ")));
+    }
+    if let Some(schema) = answer {
+        rules.push(format!("answer: {}", json_rule(schema)));
     }
     let any = "/(?s:.*)/";
     match format {
@@ -202,10 +124,13 @@ pub fn lark_grammar(
                 format!("{any} & ~/(?s:.*){}(?s:.*)/", regex_escape(HERMES_OPEN))
             };
             rules.push(format!("TEXT: {text}"));
-            let start = match choice {
-                ToolChoice::None => "TEXT".to_string(),
-                ToolChoice::Required | ToolChoice::Named(_) => "call (\"\\n\" call)*".to_string(),
-                ToolChoice::Auto => {
+            let calls = "call (\"\\n\" call)*";
+            let start = match (choice, answer) {
+                (ToolChoice::Required | ToolChoice::Named(_), _) => calls.to_string(),
+                (ToolChoice::None, None) => "TEXT".to_string(),
+                (ToolChoice::None, Some(_)) => "answer".to_string(),
+                (ToolChoice::Auto, Some(_)) => format!("{calls} | answer"),
+                (ToolChoice::Auto, None) => {
                     if env.is_special(HERMES_OPEN) {
                         "(TEXT call)* TEXT".to_string()
                     } else {
@@ -222,72 +147,23 @@ pub fn lark_grammar(
             rules.push(
                 "TEXT: /(?s:.*)/ & ~/[ \\t\\r\\n]*(\\{|<\\|python_tag\\|>)(?s:.*)/".to_string(),
             );
-            let start = match choice {
-                ToolChoice::None => "TEXT",
-                ToolChoice::Required | ToolChoice::Named(_) => "body (\"; \" body)*",
-                ToolChoice::Auto => "body (\"; \" body)* | TEXT",
+            let calls = "body (\"; \" body)*";
+            let start = match (choice, answer) {
+                (ToolChoice::Required | ToolChoice::Named(_), _) => calls.to_string(),
+                (ToolChoice::None, None) => "TEXT".to_string(),
+                (ToolChoice::None, Some(_)) => "answer".to_string(),
+                (ToolChoice::Auto, None) => format!("{calls} | TEXT"),
+                (ToolChoice::Auto, Some(_)) => {
+                    // Both would start with `{`: the parser could not tell an answer from a call.
+                    return Err(WispError::InvalidRequest(
+                        "a JSON response_format with tools is supported for the Hermes tool-call format only (Llama 3 JSON calls look like JSON answers); use tool_choice \"none\" or \"required\"".into(),
+                    ));
+                }
             };
             rules.push(format!("start: {start}"));
         }
     }
     Ok(rules.join("\n"))
-}
-
-/// JSON allows numbers no `f64` holds (`1e999`, or 400 digits), which the call parser (serde_json) and
-/// JavaScript cannot read, and endless fractions, which a weak model can loop on until the token budget
-/// cuts the call. So, for the grammar only, a numeric schema without a bound gets JavaScript's safe-integer
-/// range as that bound (no exponents then, and integers stay exact in JS), and a `number` without
-/// `multipleOf` at most 10 decimals (llguidance reads `multipleOf` by repeated `* 10.0`, which 1e-11 does
-/// not survive); the arguments still satisfy the page's schema. Walks the subschema keywords only, so that
-/// `enum` and `const` values stay as they are.
-fn bound_numbers(schema: &mut Value) {
-    const SAFE: i64 = (1 << 53) - 1;
-    let Value::Object(fields) = schema else {
-        return;
-    };
-    let has_type = |wanted: &[&str]| match fields.get("type") {
-        Some(Value::Array(types)) => types
-            .iter()
-            .any(|t| t.as_str().is_some_and(|t| wanted.contains(&t))),
-        Some(t) => t.as_str().is_some_and(|t| wanted.contains(&t)),
-        None => false,
-    };
-    let is_number = has_type(&["number"]);
-    if has_type(&["number", "integer"]) {
-        if !fields.contains_key("minimum") && !fields.contains_key("exclusiveMinimum") {
-            fields.insert("minimum".into(), json!(-SAFE));
-        }
-        if !fields.contains_key("maximum") && !fields.contains_key("exclusiveMaximum") {
-            fields.insert("maximum".into(), json!(SAFE));
-        }
-    }
-    if is_number && !fields.contains_key("multipleOf") {
-        fields.insert("multipleOf".into(), json!(1e-10));
-    }
-    for (key, value) in fields.iter_mut() {
-        match key.as_str() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
-                if let Value::Object(map) = value {
-                    map.values_mut().for_each(bound_numbers);
-                }
-            }
-            "items" | "prefixItems" | "anyOf" | "oneOf" | "allOf" => match value {
-                Value::Array(list) => list.iter_mut().for_each(bound_numbers),
-                other => bound_numbers(other),
-            },
-            "additionalProperties"
-            | "additionalItems"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "unevaluatedItems" => bound_numbers(value),
-            _ => {}
-        }
-    }
 }
 
 /// Escapes a literal for a Lark `/regex/`.
@@ -303,134 +179,24 @@ fn regex_escape(text: &str) -> String {
     out
 }
 
-/// The grammar as a logits processor: masks what the grammar forbids, advances on each token, and finds
-/// the tokens the grammar forces (jump-forward).
-pub struct ToolConstraint {
-    matcher: Matcher,
-    eos: Vec<u32>,
+/// The constraint of an assistant message (see [`lark_grammar`]); an unusable schema or an unknown tool
+/// name is an error here, before any token. `jump_forward` as for [`GrammarConstraint::new`].
+pub fn tool_constraint(
+    env: &GrammarEnv,
+    tools: &ToolRegistry,
+    format: ToolCallFormat,
+    choice: &ToolChoice,
+    answer: Option<&Value>,
     jump_forward: bool,
-    /// The mask for the next token when `jump_forward` already computed it.
-    next_mask: Option<SimpleVob>,
-}
-
-impl ToolConstraint {
-    /// Compiles the grammar for `tools`; an unusable schema or an unknown tool name is an error here,
-    /// before any token. With `jump_forward`, a token the grammar allows alone is appended without
-    /// sampling (the same token masking and greedy picking would give).
-    pub fn new(
-        env: &GrammarEnv,
-        tools: &ToolRegistry,
-        format: ToolCallFormat,
-        choice: &ToolChoice,
-        jump_forward: bool,
-    ) -> Result<Self> {
-        let lark = lark_grammar(env, tools, format, choice)?;
-        let parser = env
-            .factory
-            .create_parser(TopLevelGrammar::from_lark(lark))
-            .map_err(grammar_error)?;
-        Ok(ToolConstraint {
-            matcher: Matcher::new(Ok(parser)),
-            eos: env.eos.clone(),
-            jump_forward,
-            next_mask: None,
-        })
-    }
-
-    fn mask(&mut self) -> Result<SimpleVob> {
-        let mut mask = self.matcher.compute_mask_or_eos().map_err(grammar_error)?;
-        // llguidance allows its EOS where the grammar may end; every end-of-turn token may end it.
-        if self.eos.iter().any(|&id| mask.is_allowed(id)) {
-            for &id in &self.eos {
-                mask.allow_token(id);
-            }
-        }
-        if mask.is_zero() {
-            let why = self
-                .matcher
-                .get_error()
-                .unwrap_or_else(|| "no token continues the tool-call grammar".into());
-            return Err(WispError::AllTokensMasked(why));
-        }
-        Ok(mask)
-    }
-}
-
-impl LogitsProcessor for ToolConstraint {
-    fn process(&mut self, _history: &[u32], logits: &mut [f32]) -> Result<()> {
-        let mask = match self.next_mask.take() {
-            Some(mask) => mask,
-            None => self.mask()?,
-        };
-        for (id, logit) in (0u32..).zip(logits.iter_mut()) {
-            if !mask.is_allowed(id) {
-                *logit = f32::NEG_INFINITY;
-            }
-        }
-        Ok(())
-    }
-
-    fn accept(&mut self, token: u32) -> Result<()> {
-        // An end token ends the generation: nothing follows for the grammar to check.
-        if self.eos.contains(&token) {
-            return Ok(());
-        }
-        self.matcher.consume_token(token).map_err(grammar_error)
-    }
-
-    fn jump_forward(&mut self) -> Result<Vec<u32>> {
-        let mut forced = Vec::new();
-        if !self.jump_forward {
-            return Ok(forced);
-        }
-        loop {
-            let mask = self.mask()?;
-            let only = match mask.num_set() {
-                1 => mask.first_bit_set().map(|id| id as u32),
-                _ => None,
-            };
-            match only {
-                Some(id) if !self.eos.contains(&id) => {
-                    self.matcher.consume_token(id).map_err(grammar_error)?;
-                    forced.push(id);
-                }
-                _ => {
-                    self.next_mask = Some(mask);
-                    return Ok(forced);
-                }
-            }
-        }
-    }
+) -> Result<GrammarConstraint> {
+    let lark = lark_grammar(env, tools, format, choice, answer)?;
+    GrammarConstraint::new(env, lark, WispError::ToolGrammar, jump_forward)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unbounded_numbers_get_the_safe_range_and_constants_stay() {
-        let mut schema = json!({"type": "object", "properties": {
-            "n": {"type": "number", "minimum": 0},
-            "i": {"type": ["integer", "null"]},
-            "list": {"type": "array", "items": {"anyOf": [{"type": "integer", "exclusiveMaximum": 3}]}},
-            "e": {"enum": [{"type": "number"}]}}});
-        bound_numbers(&mut schema);
-        let safe = (1i64 << 53) - 1;
-        let p = &schema["properties"];
-        assert_eq!(
-            p["n"],
-            json!({"type": "number", "minimum": 0, "maximum": safe, "multipleOf": 1e-10})
-        );
-        assert_eq!(
-            p["i"],
-            json!({"type": ["integer", "null"], "minimum": -safe, "maximum": safe})
-        );
-        assert_eq!(
-            p["list"]["items"]["anyOf"][0],
-            json!({"type": "integer", "exclusiveMaximum": 3, "minimum": -safe})
-        );
-        assert_eq!(p["e"], json!({"enum": [{"type": "number"}]}));
-    }
+    use serde_json::json;
 
     #[test]
     fn tool_choice_reads_the_openai_shapes() {

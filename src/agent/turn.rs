@@ -35,10 +35,13 @@ pub enum TurnEvent {
 
 pub struct Turn {
     generation: Generation,
-    parser: ToolCallParser,
+    /// `None` when the message cannot hold calls (a JSON answer without tools): its text is all answer.
+    parser: Option<ToolCallParser>,
     text: String,
     calls: Vec<RecordedCall>,
     invalid: usize,
+    /// Calls refused so far (id, name, why), answered when the message ends.
+    refused: Vec<(String, String, String)>,
 }
 
 /// One step's events, and whether the message is complete.
@@ -52,11 +55,19 @@ impl Turn {
     pub fn new(generation: Generation, conversation: &Conversation) -> Self {
         Turn {
             generation,
-            parser: ToolCallParser::new(conversation.format),
+            parser: Some(ToolCallParser::new(conversation.format)),
             text: String::new(),
             calls: Vec::new(),
             invalid: 0,
+            refused: Vec::new(),
         }
+    }
+
+    /// A turn whose message is answer text only, where even a call's opener is part of the answer (a JSON
+    /// string may hold `<tool_call>`).
+    pub fn without_calls(mut self) -> Self {
+        self.parser = None;
+        self
     }
 
     pub fn generation(&self) -> &Generation {
@@ -75,26 +86,32 @@ impl Turn {
         conversation: &mut Conversation,
     ) -> Result<TurnStep> {
         let step = self.generation.step(decoder, tokenizer).await?;
-        let mut parsed = self.parser.push(&step.text);
-        if step.finish.is_some() {
-            parsed.extend(self.parser.finish());
-        }
+        let parsed = match &mut self.parser {
+            Some(parser) => {
+                let mut parsed = parser.push(&step.text);
+                if step.finish.is_some() {
+                    parsed.extend(parser.finish());
+                }
+                parsed
+            }
+            None if step.text.is_empty() => Vec::new(),
+            None => vec![ParseEvent::Text(step.text)],
+        };
         let mut events = Vec::with_capacity(parsed.len());
         for event in parsed {
-            events.push(self.accept(event, conversation));
+            let event = self.accept(event, conversation);
+            if let TurnEvent::InvalidCall { id, name, error } = &event {
+                let name = name.clone().unwrap_or_default();
+                self.refused.push((id.clone(), name, error.clone()));
+            }
+            events.push(event);
         }
         if step.finish.is_some() {
             conversation.push_assistant(&self.text, &self.calls);
             // Calls that will not run still get an answer, so the model learns why.
-            for event in &events {
-                if let TurnEvent::InvalidCall { id, name, error } = event {
-                    let name = name.clone().unwrap_or_default();
-                    conversation.push_tool_result(
-                        id,
-                        &name,
-                        &Value::String(format!("error: {error}")),
-                    );
-                }
+            for (id, name, error) in self.refused.drain(..) {
+                let answer = Value::String(format!("error: {error}"));
+                conversation.push_tool_result(&id, &name, &answer, 0);
             }
         }
         Ok(TurnStep {

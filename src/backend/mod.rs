@@ -11,6 +11,8 @@ mod spec;
 
 #[cfg(feature = "webgpu")]
 pub use gpu::{adapter_info, Feed, GraphSession, Tensor};
+#[cfg(all(feature = "webgpu", target_arch = "wasm32"))]
+pub use guard::resources as gpu_resources;
 #[cfg(feature = "webgpu")]
 pub use guard::AdapterInfo;
 #[cfg(feature = "webgpu")]

@@ -66,16 +66,51 @@ fn invalid(why: String) -> WispError {
     WispError::InvalidManifest(why)
 }
 
+/// `Number.MAX_SAFE_INTEGER`: the manifest goes to JavaScript, where larger integers are not exact.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Why `path` would not name a file inside the bundle once the page resolves it against the manifest's URL
+/// (`new URL(path, manifestUrl)`, WHATWG URL rules), if it would not.
+fn unsafe_path(p: &str) -> Option<&'static str> {
+    if p.starts_with('/') {
+        return Some("it starts with '/'");
+    }
+    // The URL parser strips spaces from both ends (" ../x" would become "../x").
+    if p.starts_with(' ') || p.ends_with(' ') {
+        return Some("it starts or ends with a space");
+    }
+    // It removes tabs and newlines anywhere, so that ".\t./x" is "../x"; a colon may start a scheme
+    // ("data:", "javascript:"); "%2e%2e" is "..", and backslashes are slashes; "?" and "#" start the query
+    // and the fragment.
+    if let Some(c) = p
+        .chars()
+        .find(|c| c.is_ascii_control() || ":%\\?#".contains(*c))
+    {
+        return Some(match c {
+            ':' => "it contains ':' (a scheme)",
+            '%' => "it contains '%' (percent-encoding)",
+            '\\' => "it contains a backslash",
+            '?' | '#' => "it contains '?' or '#'",
+            _ => "it contains a control character",
+        });
+    }
+    if p.split('/').any(|s| s == "..") {
+        return Some("it has a '..' segment");
+    }
+    match p.rsplit('/').next() {
+        Some("" | ".") | None => Some("it does not end with a file name"),
+        Some(_) => None,
+    }
+}
+
 fn check_file(role: &str, file: &BundleFile) -> Result<()> {
     let p = &file.path;
-    if p.is_empty()
-        || p.starts_with('/')
-        || p.contains("://")
-        || p.contains('\\')
-        || p.split('/').any(|s| s == "..")
-    {
+    if p.is_empty() {
+        return Err(invalid(format!("files.{role}.path is empty")));
+    }
+    if let Some(why) = unsafe_path(p) {
         return Err(invalid(format!(
-            "files.{role}.path '{p}' must be a relative path inside the bundle"
+            "files.{role}.path {p:?} must be a relative path inside the bundle: {why}"
         )));
     }
     if let Some(h) = &file.sha256 {
@@ -88,6 +123,11 @@ fn check_file(role: &str, file: &BundleFile) -> Result<()> {
                 "files.{role}.sha256 '{h}' is not 64 lowercase hex digits"
             )));
         }
+    }
+    if let Some(size) = file.size.filter(|&s| s > MAX_SAFE_INTEGER) {
+        return Err(invalid(format!(
+            "files.{role}.size {size} is larger than 2^53 - 1 bytes"
+        )));
     }
     Ok(())
 }
@@ -116,8 +156,14 @@ impl Manifest {
                 check_file(role, file)?;
             }
         }
-        if manifest.context_length == Some(0) {
-            return Err(invalid("context_length must be positive".into()));
+        match manifest.context_length {
+            Some(0) => return Err(invalid("context_length must be positive".into())),
+            Some(n) if n as u64 > MAX_SAFE_INTEGER => {
+                return Err(invalid(format!(
+                    "context_length {n} is larger than 2^53 - 1"
+                )))
+            }
+            _ => {}
         }
         Ok(manifest)
     }
@@ -128,7 +174,7 @@ mod tests {
     use super::*;
 
     const GOOD: &str = r#"{"format": "wisp-bundle/1", "name": "tiny",
-        "files": {"weights": {"path": "model.safetensors", "sha256": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"},
+        "files": {"weights": {"path": "model.safetensors", "sha256": "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "size": 9},
                   "config": {"path": "config.json"}, "tokenizer": {"path": "tokenizer.json"}},
         "tool_call_format": "hermes", "stop": ["<|im_end|>"], "context_length": 512}"#;
 
@@ -159,8 +205,58 @@ mod tests {
         assert!(err(&GOOD.replace("00112233", "zz112233"))
             .to_string()
             .contains("files.weights.sha256"));
+        assert!(
+            err(&GOOD.replace("\"size\": 9", "\"size\": 9007199254740992"))
+                .to_string()
+                .contains("files.weights.size 9007199254740992")
+        );
+        assert!(err(&GOOD.replace("512", "9007199254740992"))
+            .to_string()
+            .contains("context_length"));
         assert!(err(&GOOD.replace("\"hermes\"", "\"xml\""))
             .to_string()
             .contains("unknown variant"));
+    }
+
+    /// Paths that look relative but that the browser's URL parser (`new URL(path, manifestUrl)`) resolves
+    /// outside the bundle's folder, or to another scheme: the `manifest` fuzz target's property (it found
+    /// "llam:.config.json", a scheme, within seconds).
+    #[test]
+    fn paths_the_url_parser_resolves_elsewhere_are_refused() {
+        for path in [
+            "llam:.config.json",
+            "%2e%2e/secret.gguf",
+            ".%2E/secret.gguf",
+            ".\t./secret.gguf",
+            ".\n./secret.gguf",
+            " ../secret.gguf",
+            "data:application/octet-stream,GGUF",
+            "javascript:alert(1)",
+            "a\\..\\..\\secret.gguf",
+            "model.gguf?../../x",
+            "model.gguf#x",
+            "weights/..",
+            "weights/",
+            ".",
+        ] {
+            let text = GOOD.replace(
+                "model.safetensors",
+                &path
+                    .replace('\\', "\\\\")
+                    .replace('\t', "\\t")
+                    .replace('\n', "\\n"),
+            );
+            let e = Manifest::parse(&text).expect_err(path);
+            assert_eq!(e.code(), "INVALID_MANIFEST");
+            assert!(e.to_string().contains("files.weights.path"), "{e}");
+        }
+        for path in [
+            "model.gguf",
+            "./weights/SmolLM2 135M.Q4_1.gguf",
+            "a/b/c-d_e.f",
+        ] {
+            let text = GOOD.replace("model.safetensors", path);
+            assert_eq!(Manifest::parse(&text).unwrap().files.weights.path, path);
+        }
     }
 }

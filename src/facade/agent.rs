@@ -1,7 +1,7 @@
 //! `Agent`: a conversation with a model, its tools (schemas here; the functions stay in JavaScript), and
 //! turns whose tool calls are parsed and validated in Rust. `pkg-templates/agent.js` runs the loop.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::Promise;
@@ -9,14 +9,16 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::model::{busy, release_drafts, start, Inner, Model};
+use super::model::{busy, release_drafts, start, GenerateRequest, Inner, Model};
 use super::{to_js, to_js_value};
 use crate::agent::{
-    Conversation, GrammarEnv, RecordedCall, ToolCallFormat, ToolChoice, ToolConstraint, ToolSpec,
-    Turn,
+    tool_constraint, Conversation, RecordedCall, ToolCallFormat, ToolChoice, ToolSpec, Turn,
+    TurnStep,
 };
 use crate::bundle;
 use crate::error::{Result, WispError};
+use crate::generate::LogitsProcessor;
+use crate::grammar::response_constraint;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -55,21 +57,6 @@ fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T
 pub struct Agent {
     model: Rc<Inner>,
     conversation: Rc<RefCell<Conversation>>,
-    /// The model's vocabulary for tool-call grammars, built with the first tool.
-    grammar: Rc<OnceCell<GrammarEnv>>,
-}
-
-/// The model's grammar environment, built on first use.
-fn grammar_env<'a>(cell: &'a OnceCell<GrammarEnv>, model: &Inner) -> Result<&'a GrammarEnv> {
-    if let Some(env) = cell.get() {
-        return Ok(env);
-    }
-    let env = GrammarEnv::new(
-        model.tokenizer()?,
-        model.config.vocab_size,
-        &model.eos_token_ids,
-    )?;
-    Ok(cell.get_or_init(|| env))
 }
 
 #[wasm_bindgen]
@@ -82,13 +69,16 @@ impl Agent {
         } else {
             from_js(options, "agent options").map_err(to_js)?
         };
-        if model.inner.template.is_none() {
+        let Some(template) = &model.inner.template else {
             return Err(to_js(WispError::InvalidModel(
                 "an agent needs a model with a chat template".into(),
             )));
-        }
+        };
+        // A template without a tools section gets them Hermes style, and its model calls that way.
         let format = match options.tool_call_format {
-            Some(bundle::ToolCallFormat::Llama3Json) => ToolCallFormat::Llama3Json,
+            Some(bundle::ToolCallFormat::Llama3Json) if template.renders_tools() => {
+                ToolCallFormat::Llama3Json
+            }
             _ => ToolCallFormat::Hermes,
         };
         let conversation = Conversation::new(
@@ -99,7 +89,6 @@ impl Agent {
         Ok(Agent {
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
-            grammar: Rc::new(OnceCell::new()),
         })
     }
 
@@ -113,7 +102,8 @@ impl Agent {
     /// cannot be turned into a tool-call grammar is refused here (`TOOL_GRAMMAR`), not at the next turn.
     #[wasm_bindgen(js_name = addTool)]
     pub fn add_tool(&self, spec: JsValue) -> std::result::Result<(), JsValue> {
-        let input: ToolInput = from_js(spec, "tool").map_err(to_js)?;
+        let input: ToolInput = serde_wasm_bindgen::from_value(spec)
+            .map_err(|e| to_js(WispError::InvalidTool(format!("tool: {e}"))))?;
         let name = input.name.clone();
         let spec = ToolSpec {
             name: input.name,
@@ -123,9 +113,16 @@ impl Agent {
         };
         let mut conversation = self.conversation()?;
         conversation.tools.register(spec).map_err(to_js)?;
-        let checked = grammar_env(&self.grammar, &self.model).and_then(|env| {
+        let checked = self.model.grammar_env().and_then(|env| {
             let only = ToolChoice::Named(name.clone());
-            ToolConstraint::new(env, &conversation.tools, conversation.format, &only, false)
+            tool_constraint(
+                env,
+                &conversation.tools,
+                conversation.format,
+                &only,
+                None,
+                false,
+            )
         });
         if let Err(error) = checked {
             conversation.tools.remove(&name);
@@ -188,16 +185,31 @@ impl Agent {
         Ok(())
     }
 
-    /// Records a tool's result (any JSON value; strings as they are) for call `id`.
+    /// Records a tool's result (any JSON value; strings as they are) for call `id`; `omitted` counts the
+    /// characters the page already cut from the end of a long string result.
     #[wasm_bindgen(js_name = pushToolResult)]
     pub fn push_tool_result(
         &self,
         id: &str,
         name: &str,
         result: JsValue,
+        omitted: Option<usize>,
     ) -> std::result::Result<(), JsValue> {
         let value: serde_json::Value = from_js(result, "tool result").map_err(to_js)?;
-        self.conversation()?.push_tool_result(id, name, &value);
+        self.conversation()?
+            .push_tool_result(id, name, &value, omitted.unwrap_or(0));
+        Ok(())
+    }
+
+    /// How many messages the conversation holds (a mark for `truncate`).
+    #[wasm_bindgen(getter, js_name = messageCount)]
+    pub fn message_count(&self) -> std::result::Result<usize, JsValue> {
+        Ok(self.conversation()?.messages.len())
+    }
+
+    /// Forgets the messages after the first `len` (the system prompt stays): how a failed run is undone.
+    pub fn truncate(&self, len: usize) -> std::result::Result<(), JsValue> {
+        self.conversation()?.truncate(len);
         Ok(())
     }
 
@@ -214,18 +226,19 @@ impl Agent {
     /// Starts the next assistant message (the same generation options as `Model.startGeneration`).
     /// `toolChoice` (`"auto"` when undefined, `"none"`, `"required"`, a tool name or `{ type: "function",
     /// function: { name } }`) says which calls it may make; every call it makes names a registered tool and
-    /// has schema-valid arguments (constrained decoding).
+    /// has schema-valid arguments (constrained decoding). With a `responseFormat`, a message that is not
+    /// calls is the JSON answer.
     #[wasm_bindgen(js_name = startTurn)]
     pub fn start_turn(&self, request: JsValue, tool_choice: JsValue) -> Promise {
         let model = Rc::clone(&self.model);
         let conversation = Rc::clone(&self.conversation);
-        let grammar = Rc::clone(&self.grammar);
         future_to_promise(async move {
             let choice: ToolChoice = if tool_choice.is_undefined() || tool_choice.is_null() {
                 ToolChoice::Auto
             } else {
                 from_js(tool_choice, "toolChoice").map_err(to_js)?
             };
+            let request = GenerateRequest::from_js(request).map_err(to_js)?;
             let prompt = {
                 let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
                 let template = model
@@ -238,29 +251,23 @@ impl Agent {
                     .and_then(|t| t.encode(&text))
                     .map_err(to_js)?
             };
-            // Built before the prefill, so that a bad `toolChoice` fails without touching the cache.
-            let constraint = {
+            // Built before the prefill, so that a bad `toolChoice` or schema fails without touching the
+            // cache.
+            let (constraint, calls_possible) = {
                 let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
-                if conversation.tools.is_empty()
-                    && matches!(choice, ToolChoice::Auto | ToolChoice::None)
-                {
-                    None
-                } else {
-                    let env = grammar_env(&grammar, &model).map_err(to_js)?;
-                    let tools = &conversation.tools;
-                    let constraint =
-                        ToolConstraint::new(env, tools, conversation.format, &choice, true)
-                            .map_err(to_js)?;
-                    Some(constraint)
-                }
+                turn_constraint(&model, &conversation, &choice, &request).map_err(to_js)?
             };
-            let (mut generation, epoch) = start(&model, &prompt, request).await.map_err(to_js)?;
-            if let Some(constraint) = constraint {
-                generation.add_processor(Box::new(constraint));
-            }
+            let (generation, epoch) = start(&model, &prompt, request, constraint)
+                .await
+                .map_err(to_js)?;
             let turn = {
                 let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
-                Turn::new(generation, &conversation)
+                let turn = Turn::new(generation, &conversation);
+                if calls_possible {
+                    turn
+                } else {
+                    turn.without_calls()
+                }
             };
             Ok(AgentTurn {
                 model,
@@ -271,6 +278,83 @@ impl Agent {
             .into())
         })
     }
+}
+
+/// The constraint of the next assistant message, and whether it can hold calls: none when it is free text
+/// without tools; the JSON answer alone when it cannot call; otherwise the tool-call grammar (with the
+/// JSON answer in place of text when there is a `responseFormat`).
+fn turn_constraint(
+    model: &Inner,
+    conversation: &Conversation,
+    choice: &ToolChoice,
+    request: &GenerateRequest,
+) -> Result<(Option<Box<dyn LogitsProcessor>>, bool)> {
+    // A JSON answer; `{ type: "text" }` is the same as none.
+    let answer = request
+        .response_format
+        .as_ref()
+        .filter(|format| format.schema().is_some());
+    let no_calls = matches!(choice, ToolChoice::None)
+        || (conversation.tools.is_empty() && *choice == ToolChoice::Auto);
+    if no_calls {
+        let constraint = match answer {
+            Some(format) => response_constraint(model.grammar_env()?, format, true)?
+                .map(|c| Box::new(c) as Box<dyn LogitsProcessor>),
+            // The tools stay registered with "none": the grammar keeps their openers out of the text.
+            None if !conversation.tools.is_empty() => Some(Box::new(tool_constraint(
+                model.grammar_env()?,
+                &conversation.tools,
+                conversation.format,
+                choice,
+                None,
+                true,
+            )?)
+                as Box<dyn LogitsProcessor>),
+            None => None,
+        };
+        return Ok((constraint, answer.is_none()));
+    }
+    let env = model.grammar_env()?;
+    let schema = match answer {
+        Some(format) => {
+            // The schema alone first, so that a bad one is a RESPONSE_FORMAT error.
+            response_constraint(env, format, false)?;
+            format.schema()
+        }
+        None => None,
+    };
+    let constraint = tool_constraint(
+        env,
+        &conversation.tools,
+        conversation.format,
+        choice,
+        schema.as_ref(),
+        true,
+    )?;
+    Ok((Some(Box::new(constraint)), true))
+}
+
+/// The step with each call's arguments as JSON text, which the page reads with `JSON.parse`. Handed over
+/// as an object, the arguments would be built with `object[key] = value`, where a model-written
+/// `"__proto__"` key sets the object's prototype instead of a property: the tool would not get the
+/// arguments that were validated.
+fn with_arguments_as_text(step: &TurnStep) -> std::result::Result<serde_json::Value, JsValue> {
+    let mut value = serde_json::to_value(step).map_err(|e| {
+        to_js(WispError::GpuInternal(format!(
+            "cannot convert a result for JS: {e}"
+        )))
+    })?;
+    if let Some(events) = value
+        .get_mut("events")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for event in events {
+            if let Some(arguments) = event.get_mut("arguments") {
+                *arguments = serde_json::Value::String(arguments.to_string());
+            }
+        }
+    }
+    Ok(value)
 }
 
 #[wasm_bindgen]
@@ -305,7 +389,7 @@ impl AgentTurn {
                 .step(&mut decoder, tokenizer, &mut conversation)
                 .await
                 .map_err(to_js)?;
-            to_js_value(&step)
+            to_js_value(&with_arguments_as_text(&step)?)
         })
     }
 

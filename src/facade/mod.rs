@@ -54,3 +54,10 @@ pub async fn adapter_info() -> Result<JsValue, JsValue> {
     let info = crate::backend::adapter_info().await.map_err(to_js)?;
     to_js_value(&info)
 }
+
+/// `{ devices, buffers, bytes }`: the GPU devices Wisp holds and their buffers still alive (leak checks).
+#[cfg(feature = "webgpu")]
+#[wasm_bindgen(js_name = gpuResources)]
+pub fn gpu_resources() -> JsValue {
+    crate::backend::gpu_resources()
+}

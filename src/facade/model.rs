@@ -1,6 +1,6 @@
 //! `Model`: a decoder language model on the GPU with its tokenizer and chat template.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Float32Array, Promise, Uint32Array};
@@ -10,7 +10,10 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::{to_js, to_js_value};
 use crate::error::{Result, WispError};
-use crate::generate::{self, BackendKind, Decoder, GenerateOptions, SamplingParams};
+use crate::generate::{
+    self, BackendKind, Decoder, GenerateOptions, LogitsProcessor, SamplingParams,
+};
+use crate::grammar::{response_constraint, GrammarEnv, ResponseFormat};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::text::{ChatTemplate, Message, Tokenizer};
 
@@ -44,6 +47,9 @@ pub(super) struct Inner {
     pub(super) epoch: Cell<u64>,
     /// Why this backend was chosen.
     pub(super) backend_reason: String,
+    /// The vocabulary for constrained decoding (tool calls, `responseFormat`), built on first use and
+    /// shared by every agent of the model.
+    grammar: OnceCell<GrammarEnv>,
 }
 
 impl Inner {
@@ -51,6 +57,18 @@ impl Inner {
         self.tokenizer.as_ref().ok_or_else(|| {
             WispError::InvalidModel("this model was loaded without a tokenizer".into())
         })
+    }
+
+    pub(super) fn grammar_env(&self) -> Result<&GrammarEnv> {
+        if let Some(env) = self.grammar.get() {
+            return Ok(env);
+        }
+        let env = GrammarEnv::new(
+            self.tokenizer()?,
+            self.config.vocab_size,
+            &self.eos_token_ids,
+        )?;
+        Ok(self.grammar.get_or_init(|| env))
     }
 }
 
@@ -103,22 +121,21 @@ impl Model {
                 .and_then(|m| m.get_str("tokenizer.chat_template").ok())
                 .map(str::to_string)
         });
+        // Checked before any backend is touched: a tokenizer made for other weights fails here.
+        if let Some(tokenizer) = &tokenizer {
+            tokenizer.check_fits(config.vocab_size)?;
+        }
         let template = template_text
             .as_deref()
             .map(ChatTemplate::new)
-            .transpose()?;
+            .transpose()?
+            .map(|template| match &tokenizer {
+                Some(tokenizer) => template.protect(tokenizer.added_tokens()),
+                None => template,
+            });
         let context_len = options
             .context_len
             .unwrap_or(DEFAULT_CONTEXT.min(config.max_position_embeddings));
-        let (decoder, reason) = open_decoder(
-            &config,
-            &mut source,
-            options.backend.as_deref(),
-            options.chunk_len,
-            context_len,
-            options.reason,
-        )
-        .await?;
         let mut eos_token_ids: Vec<u32> = source
             .metadata()
             .and_then(|m| m.get_u32("tokenizer.ggml.eos_token_id").ok())
@@ -131,6 +148,24 @@ impl Model {
                 None => stop.push(s),
             }
         }
+        if let Some(id) = eos_token_ids
+            .iter()
+            .find(|&&id| id as usize >= config.vocab_size)
+        {
+            return Err(WispError::InvalidModel(format!(
+                "the end-of-turn token {id} is outside the vocabulary of {} tokens",
+                config.vocab_size
+            )));
+        }
+        let (decoder, reason) = open_decoder(
+            &config,
+            &mut source,
+            options.backend.as_deref(),
+            options.chunk_len,
+            context_len,
+            options.reason,
+        )
+        .await?;
         Ok(Model {
             inner: Rc::new(Inner {
                 decoder: RefCell::new(decoder),
@@ -141,8 +176,17 @@ impl Model {
                 stop,
                 epoch: Cell::new(0),
                 backend_reason: reason,
+                grammar: OnceCell::new(),
             }),
         })
+    }
+
+    /// Destroys the model's GPU device as a driver reset would, so that apps (and tests) can exercise
+    /// their recovery: later calls fail with `GPU_DEVICE_LOST`. Returns false on the CPU backend.
+    #[wasm_bindgen(js_name = loseDevice)]
+    pub fn lose_device(&self) -> std::result::Result<bool, JsValue> {
+        let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
+        Ok(decoder.lose_device())
     }
 
     /// `{ kind: "webgpu" | "cpu", reason }`, and on the CPU `threads`: how many threads its products use.
@@ -191,7 +235,8 @@ impl Model {
             .map_err(to_js)
     }
 
-    /// Renders `[{ role, content }]` (and OpenAI-style tool definitions) with the model's chat template.
+    /// Renders `[{ role, content }]` (and OpenAI-style tool definitions) with the model's chat template;
+    /// tools go into the system message, Hermes style, when the template has no tools section.
     #[wasm_bindgen(js_name = renderChat)]
     pub fn render_chat(
         &self,
@@ -214,8 +259,7 @@ impl Model {
                 "this model has no chat template".into(),
             ))
         })?;
-        template
-            .render(&messages, tools.as_ref(), add_generation_prompt)
+        crate::agent::render_chat(template, &messages, tools.as_ref(), add_generation_prompt)
             .map_err(to_js)
     }
 
@@ -277,6 +321,16 @@ pub(super) struct GenerateRequest {
     draft_tokens: Option<usize>,
     /// Fresh entropy from JS, used when `sampling.seed` is not set.
     seed: u64,
+    /// What the answer must be (OpenAI's `response_format`); absent: free text.
+    #[serde(default)]
+    pub(super) response_format: Option<ResponseFormat>,
+}
+
+impl GenerateRequest {
+    pub(super) fn from_js(request: JsValue) -> Result<Self> {
+        serde_wasm_bindgen::from_value(request)
+            .map_err(|e| WispError::InvalidRequest(format!("generation options: {e}")))
+    }
 }
 
 #[wasm_bindgen]
@@ -286,7 +340,19 @@ impl Model {
     pub fn start_generation(&self, prompt: Vec<u32>, request: JsValue) -> Promise {
         let inner = Rc::clone(&self.inner);
         future_to_promise(async move {
-            let (state, epoch) = start(&inner, &prompt, request).await.map_err(to_js)?;
+            let request = GenerateRequest::from_js(request).map_err(to_js)?;
+            // Checked before the prefill, so that a bad schema fails without touching the cache.
+            let constraint: Option<Box<dyn LogitsProcessor>> = match &request.response_format {
+                Some(format) => {
+                    response_constraint(inner.grammar_env().map_err(to_js)?, format, true)
+                        .map_err(to_js)?
+                        .map(|c| Box::new(c) as Box<dyn LogitsProcessor>)
+                }
+                None => None,
+            };
+            let (state, epoch) = start(&inner, &prompt, request, constraint)
+                .await
+                .map_err(to_js)?;
             let generation = Generation {
                 inner: Rc::clone(&inner),
                 state: Rc::new(RefCell::new(state)),
@@ -297,14 +363,14 @@ impl Model {
     }
 }
 
-/// Starts a generation on the model, marking the cache as taken by it: returns the state and the epoch.
+/// Starts a generation on the model, constrained by `constraint` from its first token, marking the cache
+/// as taken by it: returns the state and the epoch.
 pub(super) async fn start(
     inner: &Inner,
     prompt: &[u32],
-    request: JsValue,
+    request: GenerateRequest,
+    constraint: Option<Box<dyn LogitsProcessor>>,
 ) -> Result<(generate::Generation, u64)> {
-    let request: GenerateRequest = serde_wasm_bindgen::from_value(request)
-        .map_err(|e| WispError::InvalidRequest(format!("generation options: {e}")))?;
     let mut decoder = inner.decoder.try_borrow_mut().map_err(|_| busy())?;
     let epoch = inner.epoch.get() + 1;
     inner.epoch.set(epoch);
@@ -316,7 +382,7 @@ pub(super) async fn start(
         stop,
         draft_len: request.draft_tokens,
     };
-    let state = generate::Generation::start(
+    let mut state = generate::Generation::start(
         &mut decoder,
         prompt,
         &inner.eos_token_ids,
@@ -324,6 +390,9 @@ pub(super) async fn start(
         request.seed,
     )
     .await?;
+    if let Some(constraint) = constraint {
+        state.add_processor(constraint);
+    }
     Ok((state, epoch))
 }
 

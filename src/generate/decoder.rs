@@ -83,6 +83,12 @@ impl GpuDecoder {
         })
     }
 
+    /// See `GraphSession::lose_device`.
+    #[cfg(target_arch = "wasm32")]
+    pub fn lose_device(&self) {
+        self.session.lose_device();
+    }
+
     /// Tokens per graph run.
     pub fn chunk_len(&self) -> usize {
         self.shape.chunk_len
@@ -239,13 +245,19 @@ pub fn check_limits(
         config.head_dim as u64,
     );
     let (t, s) = (shape.chunk_len as u64, shape.cache_len as u64);
+    // Saturating: the sizes come from the model's metadata and the caller's context length, and a product
+    // that wrapped around would pass the check.
+    let product = |xs: &[u64]| xs.iter().fold(1u64, |a, &x| a.saturating_mul(x));
     let buffers = [
-        ("the token embedding", v * d),
-        ("the output head's logits", v * t),
-        ("an MLP projection", d * ff),
-        ("the query projection", d * h * dh),
-        ("the attention mask and scores", h * t * (s + t)),
-        ("a layer's key cache", s * kv * dh),
+        ("the token embedding", product(&[v, d])),
+        ("the output head's logits", product(&[v, t])),
+        ("an MLP projection", product(&[d, ff])),
+        ("the query projection", product(&[d, h, dh])),
+        (
+            "the attention mask and scores",
+            product(&[h, t, s.saturating_add(t)]),
+        ),
+        ("a layer's key cache", product(&[s, kv, dh])),
     ];
     // wonnx asks for a device with WebGPU's default limits, whatever the adapter could give.
     let device = wgpu::Limits::default();
@@ -256,7 +268,7 @@ pub fn check_limits(
     let limit = binding.min(buffer);
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     for (what, floats) in buffers {
-        let bytes = floats * 4;
+        let bytes = floats.saturating_mul(4);
         if bytes > limit {
             let which = if binding <= buffer {
                 "maxStorageBufferBindingSize"
@@ -321,5 +333,14 @@ mod tests {
             ..config
         };
         assert!(check_limits(&small, shape, &adapter).is_ok());
+        // Sizes from a file's metadata whose product wraps around u64 (2^62 x 4 = 0) are still too large.
+        let wrapping = ModelConfig {
+            vocab_size: 1 << 62,
+            hidden_size: 4,
+            ..small
+        };
+        let err = check_limits(&wrapping, shape, &adapter).unwrap_err();
+        assert_eq!(err.code(), "MODEL_TOO_LARGE");
+        assert!(err.to_string().contains("the token embedding"), "{err}");
     }
 }

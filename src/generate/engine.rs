@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::decoder::GpuDecoder;
 use super::TokenHistory;
 use crate::backend::cpu::CpuDecoder;
-use crate::error::Result;
+use crate::error::{Result, WispError};
 #[cfg(feature = "webgpu")]
 use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
@@ -29,6 +29,10 @@ pub struct DraftPolicy {
     /// all held.
     pub adaptive: bool,
 }
+
+/// The largest key/value cache the CPU backend takes: half of wasm32's 4 GiB address space, leaving room
+/// for the weights and the page.
+pub const MAX_CPU_CACHE_BYTES: u64 = 2 << 30;
 
 pub enum Decoder {
     // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
@@ -60,13 +64,49 @@ impl Decoder {
         )))
     }
 
-    /// The CPU kernels (quantized weights stay quantized).
+    /// The CPU kernels (quantized weights stay quantized). A context whose key/value cache could not fit
+    /// in memory is refused here (`MODEL_TOO_LARGE`), before anything is allocated: the cache grows with
+    /// the tokens, and running out of memory mid-answer would abort the whole wasm instance.
     pub fn cpu(config: &ModelConfig, weights: &ModelWeights, context_len: usize) -> Result<Self> {
+        // Keys and values of every layer, f32; in f64, where a hostile configuration cannot overflow it.
+        let per_token = [
+            2,
+            config.num_layers,
+            config.num_kv_heads,
+            config.head_dim,
+            4,
+        ]
+        .iter()
+        .map(|&n| n as f64)
+        .product::<f64>();
+        let bytes = per_token * context_len as f64;
+        if bytes > MAX_CPU_CACHE_BYTES as f64 {
+            return Err(WispError::ModelTooLarge(format!(
+                "a context of {context_len} tokens needs a key/value cache of {:.0} MiB; the CPU \
+                 backend holds at most {} MiB: use a smaller contextLen",
+                bytes / f64::from(1 << 20),
+                MAX_CPU_CACHE_BYTES >> 20
+            )));
+        }
         Ok(Decoder::Cpu(Box::new(CpuDecoder::new(
             config,
             weights,
             context_len,
         )?)))
+    }
+
+    /// Destroys the GPU device as a driver reset would (see `GraphSession::lose_device`); false on the
+    /// CPU, which has no device to lose.
+    #[cfg(target_arch = "wasm32")]
+    pub fn lose_device(&self) -> bool {
+        match self {
+            #[cfg(feature = "webgpu")]
+            Decoder::Gpu(d) => {
+                d.lose_device();
+                true
+            }
+            Decoder::Cpu(_) => false,
+        }
     }
 
     pub fn kind(&self) -> BackendKind {

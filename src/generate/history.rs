@@ -10,9 +10,11 @@ pub struct TokenHistory {
 }
 
 impl TokenHistory {
+    /// Nothing is allocated for `capacity` up front: it is the caller's number (a manifest's
+    /// `context_length`), and the tokens grow as they come.
     pub fn new(capacity: usize) -> Self {
         TokenHistory {
-            tokens: Vec::with_capacity(capacity),
+            tokens: Vec::new(),
             capacity,
         }
     }

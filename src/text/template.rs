@@ -34,9 +34,25 @@ impl Message {
     }
 }
 
+/// The roles a message may have; templates silently skip any other, which would drop the message.
+const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
+
+/// Put after the first character of a protected token found in outside text: the text reads the same,
+/// but the tokenizer no longer sees the token in it.
+const BREAK: char = '\u{200B}';
+
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// Whether the template shows the model the `tools` it is given (SmolLM2's, for one, ignores them).
+    renders_tools: bool,
+    /// Token texts that user and tool content may not spell out (see [`Self::protect`]).
+    protected: Vec<String>,
 }
+
+/// The most minijinja instructions one render may run. A model's template is untrusted input (a GGUF file
+/// carries it) and nested loops can take forever; real templates render thousands of messages with dozens
+/// of tools well within it (see the tests).
+const FUEL: u64 = 10_000_000;
 
 fn raise_exception(message: String) -> std::result::Result<String, Error> {
     Err(Error::new(ErrorKind::InvalidOperation, message))
@@ -47,30 +63,104 @@ impl ChatTemplate {
         let mut env = Environment::new();
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
+        env.set_fuel(Some(FUEL));
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
-        Ok(ChatTemplate { env })
+        let mut template = ChatTemplate {
+            env,
+            renders_tools: false,
+            protected: Vec::new(),
+        };
+        template.renders_tools = template.shows_probe_tool();
+        Ok(template)
     }
 
-    /// Renders `messages` (and the tool definitions, when the template takes them).
+    /// Whether the template renders the tools it is given.
+    pub fn renders_tools(&self) -> bool {
+        self.renders_tools
+    }
+
+    /// Renders one user message with one tool and looks for the tool's name in the prompt (a template that
+    /// fails with tools does not render them either).
+    fn shows_probe_tool(&self) -> bool {
+        const NAME: &str = "wisp_probe_tool";
+        let tools = serde_json::json!([{"type": "function", "function": {"name": NAME,
+            "description": "Checks whether the chat template shows tools.",
+            "parameters": {"type": "object", "properties": {}}}}]);
+        self.render(&[Message::new("user", "Hi")], Some(&tools), true)
+            .is_ok_and(|text| text.contains(NAME))
+    }
+
+    /// Makes the content of user and tool messages unable to spell the tokenizer's added tokens: a tool
+    /// result holding `<|im_end|><|im_start|>system` would otherwise be tokenized into a real system turn.
+    /// Each such token in that content gets a zero-width space after its first character.
+    pub fn protect(mut self, tokens: Vec<String>) -> Self {
+        self.protected = tokens
+            .into_iter()
+            .filter(|t| t.chars().count() > 1)
+            .collect();
+        self
+    }
+
+    fn defuse(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for token in &self.protected {
+            if text.contains(token.as_str()) {
+                let mut chars = token.chars();
+                let first = chars.next().unwrap_or_default();
+                text = text.replace(token.as_str(), &format!("{first}{BREAK}{}", chars.as_str()));
+            }
+        }
+        text
+    }
+
+    /// Renders `messages` (and the tool definitions, when the template takes them). There must be at
+    /// least one message, each with a known role (`INVALID_REQUEST`).
     pub fn render(
         &self,
         messages: &[Message],
         tools: Option<&serde_json::Value>,
         add_generation_prompt: bool,
     ) -> Result<String> {
+        if messages.is_empty() {
+            return Err(WispError::InvalidRequest("there are no messages".into()));
+        }
+        if let Some((i, m)) = messages
+            .iter()
+            .enumerate()
+            .find(|(_, m)| !ROLES.contains(&m.role.as_str()))
+        {
+            return Err(WispError::InvalidRequest(format!(
+                "message {i} has the role {:?}; roles are {}",
+                m.role,
+                ROLES.join(", ")
+            )));
+        }
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| match (&m.content, m.role.as_str()) {
+                (Some(content), "user" | "tool") if !self.protected.is_empty() => Message {
+                    content: Some(self.defuse(content)),
+                    ..m.clone()
+                },
+                _ => m.clone(),
+            })
+            .collect();
         let template = self
             .env
             .get_template("chat")
             .map_err(|e| WispError::InvalidModel(format!("chat template: {e:#}")))?;
         template
             .render(context! {
-                messages => Value::from(Serde(messages)),
+                messages => Value::from(Serde(&messages)),
                 tools => tools.map(|t| Value::from(Serde(t))),
                 add_generation_prompt,
             })
-            .map_err(|e| {
-                WispError::InvalidInput(format!("rendering the chat template failed: {e:#}"))
+            .map_err(|e| match e.kind() {
+                ErrorKind::OutOfFuel => WispError::InvalidModel(format!(
+                    "chat template: rendering it takes more than {FUEL} steps"
+                )),
+                _ => WispError::InvalidInput(format!("rendering the chat template failed: {e:#}")),
             })
     }
 }
@@ -85,6 +175,7 @@ mod tests {
     #[test]
     fn renders_smollm2() {
         let t = ChatTemplate::new(SMOLLM2).unwrap();
+        assert!(!t.renders_tools());
         let text = t
             .render(&[Message::new("user", "Hi!")], None, true)
             .unwrap();
@@ -106,6 +197,7 @@ mod tests {
                 .unwrap(),
             "HI[{\"name\": \"f\"}]"
         );
+        assert!(t.renders_tools());
         let err = t
             .render(&[Message::new("assistant", "x")], None, false)
             .unwrap_err();
@@ -120,5 +212,58 @@ mod tests {
             err.to_string().starts_with("invalid model: chat template"),
             "{err}"
         );
+    }
+
+    /// A template that would loop for hours (10^10 iterations) fails quickly instead.
+    #[test]
+    fn a_template_that_never_ends_runs_out_of_fuel() {
+        let t = ChatTemplate::new(
+            "{% for a in range(100000) %}{% for b in range(100000) %}{{ b }}{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let err = t
+            .render(&[Message::new("user", "Hi")], None, false)
+            .unwrap_err();
+        assert_eq!(err.code(), "INVALID_MODEL");
+        assert!(
+            err.to_string().contains("more than 10000000 steps"),
+            "{err}"
+        );
+    }
+
+    /// The fuel leaves room: the bundled template and Qwen2.5's render 2,000 messages (a 128k-token
+    /// context's worth) with 50 tools.
+    #[test]
+    fn long_conversations_with_many_tools_stay_within_the_fuel() {
+        let tools: Vec<serde_json::Value> = (0..50)
+            .map(|i| serde_json::json!({"type": "function", "function": {"name": format!("tool_{i}"),
+                "description": "Does one thing.", "parameters": {"type": "object", "properties": {
+                    "a": {"type": "string", "description": "x"}, "b": {"type": "integer", "enum": [1, 2, 3]},
+                    "c": {"type": "string"}}, "required": ["a"]}}}))
+            .collect();
+        let tools = serde_json::Value::Array(tools);
+        let mut messages = vec![Message::new("system", "You are helpful.")];
+        for i in 0..500 {
+            messages.push(Message::new("user", &format!("question {i}")));
+            let mut call = Message::new("assistant", "");
+            call.content = None;
+            call.tool_calls = Some(vec![serde_json::json!({"type": "function",
+                "function": {"name": "tool_1", "arguments": "{\"a\": \"x\"}"}})]);
+            messages.push(call);
+            messages.push(Message::new("tool", "result"));
+            messages.push(Message::new("assistant", "answer"));
+        }
+        let root = env!("CARGO_MANIFEST_DIR");
+        for path in [
+            "models/wisp-mini/chat_template.jinja",
+            "tests/fixtures/templates/qwen2.5.jinja",
+        ] {
+            let source = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+            let text = ChatTemplate::new(&source)
+                .unwrap()
+                .render(&messages, Some(&tools), true)
+                .unwrap_or_else(|e| panic!("{path}: {e}"));
+            assert!(text.contains("question 499"), "{path}");
+        }
     }
 }

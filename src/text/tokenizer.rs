@@ -120,4 +120,31 @@ impl Tokenizer {
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
     }
+
+    /// The added tokens' texts (`<|im_start|>`, `<tool_call>`...): the tokenizer turns these into their
+    /// ids wherever they appear, so text from outside must not carry them (see `ChatTemplate::protect`).
+    pub fn added_tokens(&self) -> Vec<String> {
+        self.inner
+            .get_added_tokens_decoder()
+            .into_iter()
+            .map(|(_, token)| token.content)
+            .collect()
+    }
+
+    /// Checks that every token id the tokenizer can produce has a row in a model of `vocab_size` tokens,
+    /// so that a tokenizer meant for another model fails at load (`INVALID_MODEL`), not mid-prompt.
+    pub fn check_fits(&self, vocab_size: usize) -> Result<()> {
+        let largest = self
+            .inner
+            .get_vocab(true)
+            .into_iter()
+            .max_by_key(|(_, id)| *id);
+        match largest {
+            Some((token, id)) if id as usize >= vocab_size => Err(invalid(format!(
+                "token {token:?} has id {id}, but the model's vocabulary has {vocab_size} rows: \
+                 the tokenizer does not belong to these weights"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }

@@ -161,7 +161,7 @@ pub fn dequantize(tensor: &str, ty: GgmlType, data: &[u8]) -> Result<Vec<f32>> {
 }
 
 /// Little-endian f16 at `at`. Callers pass blocks of the exact layout size, so `at + 1` is in range.
-fn f16_at(block: &[u8], at: usize) -> f32 {
+pub(crate) fn f16_at(block: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
 }
 
@@ -213,7 +213,7 @@ fn q5_1(b: &[u8], out: &mut Vec<f32>) {
 }
 
 /// Unpacks the 8 six-bit (scale, min) pairs of a Q4_K/Q5_K super-block from its 12 scale bytes.
-fn k_scales(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+pub(crate) fn k_scales(s: &[u8]) -> ([u8; 8], [u8; 8]) {
     let (mut sc, mut mn) = ([0u8; 8], [0u8; 8]);
     for j in 0..4 {
         sc[j] = s[j] & 0x3F;

@@ -1,6 +1,7 @@
 // The OpenAI-compatible surface, through the official `openai` SDK (from node_modules) pointed at the
 // in-page model with `openaiFetch`: a tool call, the round trip with its result, streaming (text and
-// `delta.tool_calls`), and OpenAI-shaped errors. The bundled model on the CPU backend.
+// `delta.tool_calls`), OpenAI-shaped errors, and `response_format` (JSON content valid for the schema,
+// alone or beside tools; `Model.generate`'s `responseFormat` too). The bundled model on the CPU backend.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { openBrowser } from "./harness.mjs";
@@ -77,5 +78,138 @@ describe("OpenAI SDK against the on-device model", () => {
 
     assert.equal(r.badRole.status, 400);
     assert.match(r.badRole.message, /unknown role "wizard"/);
+  });
+
+  // The answer schema, and a check of a value against it written for this schema (node_modules has no
+  // JSON Schema validator): every problem, so a failure says all that is wrong.
+  const weather = {
+    type: "object",
+    properties: {
+      city: { type: "string", maxLength: 24 },
+      temperature_c: { type: "number", minimum: -60, maximum: 60 },
+      condition: { type: "string", enum: ["sunny", "rainy", "cloudy", "windy"] },
+      windy: { type: "boolean" },
+    },
+    required: ["city", "temperature_c", "condition"],
+    additionalProperties: false,
+  };
+  function problems(value) {
+    const out = [];
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return ["not an object"];
+    for (const key of Object.keys(value)) if (!(key in weather.properties)) out.push(`unknown key ${key}`);
+    for (const key of weather.required) if (!(key in value)) out.push(`missing ${key}`);
+    if ("city" in value && (typeof value.city !== "string" || value.city.length > 24)) out.push("city");
+    const t = value.temperature_c;
+    if ("temperature_c" in value && (typeof t !== "number" || t < -60 || t > 60)) out.push("temperature_c");
+    if ("condition" in value && !weather.properties.condition.enum.includes(value.condition)) out.push("condition");
+    if ("windy" in value && typeof value.windy !== "boolean") out.push("windy");
+    return out;
+  }
+
+  test("response_format: JSON content valid for the schema, with and without tools", async (t) => {
+    const r = await browser.page.evaluate(async (schema) => {
+      const { Model, openaiFetch } = await import("/pkg/index.js");
+      const { default: OpenAI } = await import("/node_modules/openai/index.mjs");
+      const model = await Model.load({ bundle: "/models/wisp-mini/manifest.json" }, { backend: "cpu", cache: false });
+      const client = new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true });
+      const response_format = { type: "json_schema", json_schema: { name: "weather", schema, strict: true } };
+      const prompts = [
+        "What's the weather in Paris?",
+        "Describe the weather in Tokyo as JSON.",
+        "Is it windy in Oslo?",
+        "Weather report for Lima, please.",
+        "hello",
+        "How cold is it in Berlin?",
+        "Give me Sydney's weather.",
+        "Rain in London?",
+      ];
+      const out = { answers: [], streamed: [], mixed: [] };
+      for (const [i, content] of prompts.entries()) {
+        const c = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content }], response_format, seed: i, max_tokens: 120 });
+        out.answers.push({ content: c.choices[0].message.content, finish: c.choices[0].finish_reason });
+      }
+      for (const [i, content] of prompts.slice(0, 3).entries()) {
+        const stream = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content }], response_format, seed: i, max_tokens: 120, stream: true });
+        let text = "";
+        let finish;
+        for await (const chunk of stream) {
+          text += chunk.choices[0].delta.content ?? "";
+          finish = chunk.choices[0].finish_reason ?? finish;
+        }
+        out.streamed.push({ content: text, finish });
+      }
+      // With tools: each message is calls or the JSON answer.
+      const tools = [{ type: "function", function: { name: "get_weather", description: "Get the current weather for a city.", parameters: { type: "object", properties: { city: { type: "string", maxLength: 24 } }, required: ["city"] } } }];
+      const mixed = ["hello", "List a few numbers.", "Make a note: dentist at 9:15.", "What's the weather in Paris?"];
+      for (const [i, content] of [...mixed, ...mixed, ...mixed].entries()) {
+        const messages = [{ role: "user", content }];
+        const c = await client.chat.completions.create({ model: "wisp-mini", messages, tools, response_format, seed: i, max_tokens: 120 });
+        out.mixed.push(c.choices[0]);
+        // After the tool's result, the answer.
+        const call = c.choices[0].message.tool_calls?.[0];
+        if (!call) continue;
+        messages.push(c.choices[0].message, { role: "tool", tool_call_id: call.id, content: JSON.stringify({ temperature_c: 18, condition: "sunny" }) });
+        const next = await client.chat.completions.create({ model: "wisp-mini", messages, tools, response_format, temperature: 0, max_tokens: 120 });
+        out.mixed.push(next.choices[0]);
+      }
+      const object = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content: "Say hi in JSON." }], response_format: { type: "json_object" }, temperature: 0, max_tokens: 120 });
+      out.object = object.choices[0];
+      for (const [name, bad] of [
+        ["unsupported", { type: "json_schema", json_schema: { name: "x", schema: { type: "array", uniqueItems: true } } }],
+        ["misplaced", { type: "json_schema", schema }],
+      ]) {
+        try {
+          await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content: "hi" }], response_format: bad });
+          out[name] = "resolved";
+        } catch (e) {
+          out[name] = { status: e.status, code: e.code, message: e.message };
+        }
+      }
+      // The same through Model.generate, and a bad schema there.
+      const g = await model.generate({ messages: [{ role: "user", content: "Weather in Rome?" }] }, { responseFormat: response_format, maxTokens: 120 });
+      out.generated = { text: g.text, finish: g.finishReason };
+      try {
+        await model.generate("x", { responseFormat: { type: "json_schema", json_schema: { schema: { type: 5 } } } });
+        out.badGenerate = "resolved";
+      } catch (e) {
+        out.badGenerate = { code: e.code, message: e.message, name: e.name };
+      }
+      out.after = (await model.generate("Hello", { maxTokens: 4 })).text;
+      model.close();
+      return out;
+    }, weather);
+
+    const all = [...r.answers, ...r.streamed, { content: r.generated.text, finish: r.generated.finish === "eos_token" ? "stop" : r.generated.finish }];
+    for (const a of all) {
+      assert.equal(a.finish, "stop", JSON.stringify(a));
+      assert.deepEqual(problems(JSON.parse(a.content)), [], a.content);
+    }
+    let calls = 0;
+    let answers = 0;
+    for (const choice of r.mixed) {
+      if (choice.message.tool_calls?.length) {
+        assert.equal(choice.finish_reason, "tool_calls");
+        for (const call of choice.message.tool_calls) assert.equal(typeof JSON.parse(call.function.arguments).city, "string");
+        calls++;
+      } else {
+        assert.equal(choice.finish_reason, "stop", JSON.stringify(choice));
+        assert.deepEqual(problems(JSON.parse(choice.message.content)), [], choice.message.content);
+        answers++;
+      }
+    }
+    t.diagnostic(`${all.length} JSON answers, all valid; with tools: ${calls} calls and ${answers} valid answers in ${r.mixed.length} messages; e.g. ${r.answers[0].content}`);
+    assert.ok(answers > 0, "no JSON answer beside tools");
+    assert.equal(r.object.finish_reason, "stop", JSON.stringify(r.object));
+    const object = JSON.parse(r.object.message.content);
+    assert.ok(object && typeof object === "object" && !Array.isArray(object), r.object.message.content);
+
+    assert.equal(r.unsupported.status, 400);
+    assert.equal(r.unsupported.code, "RESPONSE_FORMAT");
+    assert.match(r.unsupported.message, /uniqueItems/);
+    assert.equal(r.misplaced.status, 400);
+    assert.equal(r.misplaced.code, "INVALID_REQUEST");
+    assert.equal(r.badGenerate.name, "WispError");
+    assert.equal(r.badGenerate.code, "RESPONSE_FORMAT");
+    assert.equal(typeof r.after, "string");
   });
 });

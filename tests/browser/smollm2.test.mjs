@@ -51,7 +51,9 @@ describe("SmolLM2-135M-Instruct GGUF in Chromium", { skip: enabled ? false : "se
     t.diagnostic(`load ${r.loadMs.toFixed(0)} ms; prefill ${(r.prefillMs / r.ids.length).toFixed(0)} ms/token; decode ${r.decodeMs.toFixed(0)} ms/token`);
     assert.equal(r.text, c.text);
     assert.deepEqual(r.ids, c.ids);
-    c.top_ids.forEach((id, i) => assert.ok(Math.abs(r.last[id] - c.top_logits[i]) <= 2e-3, `logit ${id}: ${r.last[id]} vs ${c.top_logits[i]}`));
+    // The CPU kernels round activations to i16 per block of 32 (tests/cpu_decoder.rs: measured up to 0.007).
+    const tolerance = backend === "cpu" ? 1e-2 : 2e-3;
+    c.top_ids.forEach((id, i) => assert.ok(Math.abs(r.last[id] - c.top_logits[i]) <= tolerance, `logit ${id}: ${r.last[id]} vs ${c.top_logits[i]}`));
     assert.deepEqual(r.greedy, c.greedy_ids.slice(0, steps));
   });
 });

@@ -64,3 +64,30 @@ describe("demo page (www/)", () => {
     await page.close();
   });
 });
+
+// Chromium on Linux offers WebGPU only with --enable-unsafe-webgpu: without it the demo must still work.
+describe("demo page in a Chromium without WebGPU (no --enable-unsafe-webgpu)", () => {
+  let browser;
+  before(async () => {
+    browser = await openBrowser({ webgpu: false });
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test("the agent answers on the CPU, with its tool call", async (t) => {
+    const { page, url, consoleMessages } = browser;
+    await page.goto(`${url}/www/`);
+    await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
+    const status = await page.locator("#status").textContent();
+    t.diagnostic(status);
+    assert.match(status, /^WebGPU is not available here .*; Wisp runs on the CPU\. Ready\./);
+    await page.fill("#question", "What's the weather in Paris?");
+    await page.click("#send");
+    await page.locator("#chat li.tool").first().waitFor({ timeout: 120_000 });
+    await page.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });
+    assert.match(await page.locator("#chat li.tool").first().textContent(), /^→ get_weather\(\{"city":".*"\}\)\n[←✗] /);
+    assert.doesNotMatch(await page.locator("#chat li.assistant").last().textContent(), /^\((stopped|error)/);
+    assert.deepEqual(consoleMessages.filter((m) => m.startsWith("pageerror")), []);
+  });
+});

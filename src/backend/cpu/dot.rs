@@ -1,10 +1,10 @@
-//! Portable dot products of one weight row with one f32 activation row, written so that LLVM vectorizes
-//! the inner loops (fixed 8-lane accumulators, no reassociation needed).
+//! Portable dot products of one weight row with activation rows, written so that LLVM vectorizes the
+//! inner loops natively; on wasm with simd128 `dot_wasm` replaces them with bit-identical results.
 //!
-//! Weight rows are raw ggml blocks (layouts in `weights::quant`). Each block is decoded into 32 f32
-//! weights with the dequantizer's own arithmetic, then multiplied with the activations: the result equals
-//! the dequantized f32 product up to summation order. (Quantizing the activations to 8 bits as llama.cpp
-//! does moved SmolLM2's logits by up to 0.47 and flipped a greedy token whose margin was 0.08.)
+//! Quantized weight rows are blocks in a kernel layout (`blocks`) and activations are i16 blocks
+//! (`activations`): a block's integer weights times the activation codes is an exact integer sum,
+//! scaled once by the block's weight and activation scales; the block's offset `m` adds `m` times the
+//! activations' block sum. The dense product is plain f32.
 
 #![cfg_attr(
     all(target_arch = "wasm32", target_feature = "simd128"),
@@ -12,119 +12,114 @@
     allow(dead_code)
 )]
 
-use half::f16;
+use super::activations::QuantizedRow;
+use super::blocks::{f32_at, BYTES_BYTES, NIBBLES_BYTES};
 
-/// Elements per block of Q8_0, Q4_0, Q4_1 and per sub-block of Q4_K.
+/// Elements per block of every quantized layout (and per sub-block of Q4_K).
 pub(crate) const QK: usize = 32;
 
-/// Little-endian f16 at `at`; callers pass whole blocks, so `at + 1` is in range.
-pub(crate) fn f16_at(block: &[u8], at: usize) -> f32 {
-    f16::from_le_bytes([block[at], block[at + 1]]).to_f32()
+/// One f32 weight row times `N` activation rows: eight lanes per row, each weight chunk loaded once for
+/// all rows, and each row's operations the same whatever `N` is.
+pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[0.0f32; 8]; N];
+    for (i, wc) in w.chunks_exact(8).enumerate() {
+        for (a, x) in acc.iter_mut().zip(xs) {
+            let xc = &x[8 * i..8 * i + 8];
+            for l in 0..8 {
+                a[l] += wc[l] * xc[l];
+            }
+        }
+    }
+    let main = w.len() / 8 * 8;
+    std::array::from_fn(|t| {
+        let tail: f32 = w[main..]
+            .iter()
+            .zip(&xs[t][main..])
+            .map(|(a, b)| a * b)
+            .sum();
+        acc[t].iter().sum::<f32>() + tail
+    })
 }
 
-/// `acc[i % 8] += w[i] * x[i]`.
-fn fma_lanes(acc: &mut [f32; 8], w: &[f32], x: &[f32]) {
-    for (a, b) in w.chunks_exact(8).zip(x.chunks_exact(8)) {
-        for i in 0..8 {
-            acc[i] += a[i] * b[i];
+/// Per-row accumulators of the quantized kernels: four f32 lanes of scaled block products (the lanes of
+/// wasm's `i32x4.dot_i16x8_s`, so that the simd128 kernels give bit-identical results), and the blocks'
+/// offset terms.
+#[derive(Clone, Copy)]
+struct Acc {
+    lanes: [f32; 4],
+    offset: f32,
+}
+
+impl Acc {
+    const ZERO: Acc = Acc {
+        lanes: [0.0; 4],
+        offset: 0.0,
+    };
+
+    /// Adds block `b` of `x` times the block `n d + m` (32 integer weights `n`).
+    fn add(&mut self, n: &[i16; QK], d: f32, m: f32, x: QuantizedRow, b: usize) {
+        // Exact integer sums, so their order is free; pairs of products as wasm's lanes (and x86's
+        // pmaddwd, which LLVM can then use).
+        let mut s = [0i32; 4];
+        let codes = &x.codes[b * QK..(b + 1) * QK];
+        for (wc, xc) in n.chunks_exact(8).zip(codes.chunks_exact(8)) {
+            for j in 0..4 {
+                s[j] += i32::from(wc[2 * j]) * i32::from(xc[2 * j])
+                    + i32::from(wc[2 * j + 1]) * i32::from(xc[2 * j + 1]);
+            }
         }
+        let scale = d * x.scales[b];
+        for (lane, sj) in self.lanes.iter_mut().zip(s) {
+            *lane += sj as f32 * scale;
+        }
+        self.offset += m * x.sums[b];
+    }
+
+    fn total(self) -> f32 {
+        let l = self.lanes;
+        (l[0] + l[1]) + (l[2] + l[3]) + self.offset
     }
 }
 
-pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    fma_lanes(&mut acc, w, x);
-    let main = w.len() / 8 * 8;
-    let tail: f32 = w[main..].iter().zip(&x[main..]).map(|(a, b)| a * b).sum();
-    acc.iter().sum::<f32>() + tail
-}
-
-/// Sums the blocks of `w` (each `block_bytes` long, decoded by `decode`) times each row of `xs`: a block
-/// is decoded once for all `N` rows, and each row sees the same operations in the same order as with
-/// `N = 1`, so a token's result does not depend on how many tokens share the pass.
+/// Sums the blocks of `w` (each `block_bytes` long; `decode` gives its integer weights `n`, scale `d` and
+/// offset `m`) times each row of `xs`: a block is decoded once for all `N` rows, and each row sees the
+/// same operations in the same order as with `N = 1`, so a token's result does not depend on how many
+/// tokens share the pass.
 fn blocks<const N: usize>(
     w: &[u8],
-    xs: [&[f32]; N],
+    xs: [QuantizedRow; N],
     block_bytes: usize,
-    decode: impl Fn(&[u8], &mut [f32; QK]),
+    decode: impl Fn(&[u8], &mut [i16; QK]) -> (f32, f32),
 ) -> [f32; N] {
-    let mut acc = [[0.0f32; 8]; N];
-    let mut wf = [0.0f32; QK];
-    for (i, b) in w.chunks_exact(block_bytes).enumerate() {
-        decode(b, &mut wf);
-        for (a, x) in acc.iter_mut().zip(xs) {
-            fma_lanes(a, &wf, &x[i * QK..(i + 1) * QK]);
+    let mut acc = [Acc::ZERO; N];
+    let mut n = [0i16; QK];
+    for (b, block) in w.chunks_exact(block_bytes).enumerate() {
+        let (d, m) = decode(block, &mut n);
+        for (a, &x) in acc.iter_mut().zip(&xs) {
+            a.add(&n, d, m, x, b);
         }
     }
-    acc.map(|a| a.iter().sum())
+    acc.map(Acc::total)
 }
 
-/// Q8_0: `d: f16, qs: [i8; 32]`; w = q d.
-pub(crate) fn q8_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    blocks(w, xs, 34, |b, out| {
-        let d = f16_at(b, 0);
-        for (o, &q) in out.iter_mut().zip(&b[2..34]) {
-            *o = f32::from(q as i8) * d;
+/// Nibbles layout: `d: f32, m: f32, qs: [u8; 16]`, low nibbles first; w = n d + m.
+pub(crate) fn nibbles<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks(w, xs, NIBBLES_BYTES, |b, n| {
+        let (lo, hi) = n.split_at_mut(QK / 2);
+        for ((l, h), &q) in lo.iter_mut().zip(hi).zip(&b[8..24]) {
+            *l = i16::from(q & 0x0F);
+            *h = i16::from(q >> 4);
         }
+        (f32_at(b, 0), f32_at(b, 4))
     })
 }
 
-/// Q4_0: `d: f16, qs: [u8; 16]`, low nibbles first; w = (n - 8) d.
-pub(crate) fn q4_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    blocks(w, xs, 18, |b, out| {
-        let d = f16_at(b, 0);
-        let (lo, hi) = out.split_at_mut(QK / 2);
-        for ((l, h), &q) in lo.iter_mut().zip(hi).zip(&b[2..18]) {
-            *l = f32::from((q & 0x0F) as i8 - 8) * d;
-            *h = f32::from((q >> 4) as i8 - 8) * d;
+/// Bytes layout: `d: f32, qs: [i8; 32]`; w = q d.
+pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks(w, xs, BYTES_BYTES, |b, n| {
+        for (o, &q) in n.iter_mut().zip(&b[4..36]) {
+            *o = i16::from(q as i8);
         }
+        (f32_at(b, 0), 0.0)
     })
-}
-
-/// Q4_1: `d: f16, m: f16, qs: [u8; 16]`, low nibbles first; w = n d + m.
-pub(crate) fn q4_1<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    blocks(w, xs, 20, |b, out| {
-        let (d, m) = (f16_at(b, 0), f16_at(b, 2));
-        let (lo, hi) = out.split_at_mut(QK / 2);
-        for ((l, h), &q) in lo.iter_mut().zip(hi).zip(&b[4..20]) {
-            *l = d * f32::from(q & 0x0F) + m;
-            *h = d * f32::from(q >> 4) + m;
-        }
-    })
-}
-
-/// Unpacks the 8 six-bit (scale, min) pairs of a Q4_K super-block from its 12 scale bytes.
-pub(crate) fn k_scales(s: &[u8]) -> ([u8; 8], [u8; 8]) {
-    let (mut sc, mut mn) = ([0u8; 8], [0u8; 8]);
-    for j in 0..4 {
-        sc[j] = s[j] & 0x3F;
-        mn[j] = s[j + 4] & 0x3F;
-        sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 2) & 0x30);
-        mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 2) & 0x30);
-    }
-    (sc, mn)
-}
-
-/// Q4_K: super-blocks of 256 = 8 sub-blocks of 32, `d, dmin: f16, scales: [u8; 12], qs: [u8; 128]`;
-/// sub-blocks 2c and 2c+1 are the low and high nibbles of `qs[32c..32c + 32]`; w = (d sc) n - dmin mn.
-pub(crate) fn q4_k<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    let mut acc = [[0.0f32; 8]; N];
-    let mut wf = [0.0f32; QK];
-    for (i, b) in w.chunks_exact(144).enumerate() {
-        let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-        let (sc, mn) = k_scales(&b[4..16]);
-        for sub in 0..8 {
-            let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
-            let bytes = &b[16 + 32 * (sub / 2)..16 + 32 * (sub / 2) + 32];
-            let shift = 4 * (sub % 2);
-            for (o, &q) in wf.iter_mut().zip(bytes) {
-                *o = dl * f32::from((q >> shift) & 0x0F) - ml;
-            }
-            let at = (8 * i + sub) * QK;
-            for (a, x) in acc.iter_mut().zip(xs) {
-                fma_lanes(a, &wf, &x[at..at + QK]);
-            }
-        }
-    }
-    acc.map(|a| a.iter().sum())
 }

@@ -1,13 +1,15 @@
-//! The dot products of `dot` with wasm SIMD (simd128): quantized blocks are widened 16 bytes at a time
-//! into four f32x4 vectors, scaled exactly as the dequantizer does, and multiplied into f32x4
-//! accumulators, so that only the row's end needs a horizontal sum.
+//! The dot products of `dot` with wasm SIMD (simd128): a quantized block's 32 integer weights are widened
+//! to four i16x8 and multiplied with the activations' i16 codes by `i32x4.dot_i16x8_s` (eight
+//! multiply-adds per instruction, exact), then scaled once per block into f32x4 accumulators.
 //!
 //! Compiled only for `wasm32` with `target_feature = "simd128"`, where these intrinsics are safe
 //! functions; the load is the one `unsafe` operation, in `load`.
 
 use core::arch::wasm32::*;
 
-use super::dot::{f16_at, k_scales, QK};
+use super::activations::QuantizedRow;
+use super::blocks::{f32_at, BYTES_BYTES, NIBBLES_BYTES};
+use super::dot::QK;
 
 /// Element types a v128 is loaded from: plain numbers (no padding, every bit pattern valid).
 trait Lane: Copy {
@@ -19,8 +21,8 @@ impl Lane for u8 {
     const PER_V128: usize = 16;
 }
 
-impl Lane for i8 {
-    const PER_V128: usize = 16;
+impl Lane for i16 {
+    const PER_V128: usize = 8;
 }
 
 impl Lane for f32 {
@@ -43,137 +45,117 @@ fn hsum_f32(v: v128) -> f32 {
         + f32x4_extract_lane::<3>(v)
 }
 
-/// 16 unsigned bytes as four f32x4.
-fn u8_to_f32(n: v128) -> [v128; 4] {
-    let (lo, hi) = (u16x8_extend_low_u8x16(n), u16x8_extend_high_u8x16(n));
-    [
-        f32x4_convert_u32x4(u32x4_extend_low_u16x8(lo)),
-        f32x4_convert_u32x4(u32x4_extend_high_u16x8(lo)),
-        f32x4_convert_u32x4(u32x4_extend_low_u16x8(hi)),
-        f32x4_convert_u32x4(u32x4_extend_high_u16x8(hi)),
-    ]
+/// Per-row accumulators: the four f32 lanes of scaled block products and the offset terms, as in
+/// `dot::Acc`, whose operations these repeat lane for lane (bit-identical results).
+#[derive(Clone, Copy)]
+struct Acc {
+    lanes: v128,
+    offset: f32,
 }
 
-/// 16 signed bytes as four f32x4.
-fn i8_to_f32(n: v128) -> [v128; 4] {
-    let (lo, hi) = (i16x8_extend_low_i8x16(n), i16x8_extend_high_i8x16(n));
-    [
-        f32x4_convert_i32x4(i32x4_extend_low_i16x8(lo)),
-        f32x4_convert_i32x4(i32x4_extend_high_i16x8(lo)),
-        f32x4_convert_i32x4(i32x4_extend_low_i16x8(hi)),
-        f32x4_convert_i32x4(i32x4_extend_high_i16x8(hi)),
-    ]
-}
-
-/// The 16 weights `n d + m`, from 16 values widened to f32.
-fn scale16(n: [v128; 4], d: v128, m: v128) -> [v128; 4] {
-    n.map(|nk| f32x4_add(f32x4_mul(nk, d), m))
-}
-
-/// `acc[t] += w x` over 16 elements of each row `xs[t]`, starting at element `at`. Each row gets the same
-/// operations in the same order whatever `N` is, so a token's result does not depend on how many tokens
-/// share the pass.
-fn fma16<const N: usize>(acc: &mut [v128; N], w: [v128; 4], xs: [&[f32]; N], at: usize) {
-    for (a, x) in acc.iter_mut().zip(xs) {
-        for (k, wk) in w.iter().enumerate() {
-            *a = f32x4_add(*a, f32x4_mul(*wk, load(x, at + 4 * k)));
+impl Acc {
+    fn zero() -> Acc {
+        Acc {
+            lanes: f32x4_splat(0.0),
+            offset: 0.0,
         }
+    }
+
+    /// Adds block `b` of `x` times the block `n d + m`: `n` is 32 integer weights in four i16x8.
+    fn add(&mut self, n: &[v128; 4], d: f32, m: f32, x: QuantizedRow, b: usize) {
+        let c = &x.codes[b * QK..(b + 1) * QK];
+        let s = i32x4_add(
+            i32x4_add(
+                i32x4_dot_i16x8(n[0], load(c, 0)),
+                i32x4_dot_i16x8(n[1], load(c, 8)),
+            ),
+            i32x4_add(
+                i32x4_dot_i16x8(n[2], load(c, 16)),
+                i32x4_dot_i16x8(n[3], load(c, 24)),
+            ),
+        );
+        let scale = f32x4_splat(d * x.scales[b]);
+        self.lanes = f32x4_add(self.lanes, f32x4_mul(f32x4_convert_i32x4(s), scale));
+        self.offset += m * x.sums[b];
+    }
+
+    fn total(self) -> f32 {
+        let l = self.lanes;
+        (f32x4_extract_lane::<0>(l) + f32x4_extract_lane::<1>(l))
+            + (f32x4_extract_lane::<2>(l) + f32x4_extract_lane::<3>(l))
+            + self.offset
     }
 }
 
-pub(crate) fn dense(w: &[f32], x: &[f32]) -> f32 {
-    let mut acc = [f32x4_splat(0.0); 4];
+/// 16 unsigned bytes (below 128) as two i16x8.
+fn widen_u8(n: v128) -> [v128; 2] {
+    [u16x8_extend_low_u8x16(n), u16x8_extend_high_u8x16(n)]
+}
+
+/// 16 signed bytes as two i16x8.
+fn widen_i8(n: v128) -> [v128; 2] {
+    [i16x8_extend_low_i8x16(n), i16x8_extend_high_i8x16(n)]
+}
+
+fn join([a, b]: [v128; 2], [c, d]: [v128; 2]) -> [v128; 4] {
+    [a, b, c, d]
+}
+
+/// Sums the blocks of `w` (each `block_bytes` long; `decode` gives its 32 integer weights, scale and
+/// offset) times each row of `xs`, a block decoded once for all `N` rows, as `dot::blocks`.
+fn blocks<const N: usize>(
+    w: &[u8],
+    xs: [QuantizedRow; N],
+    block_bytes: usize,
+    decode: impl Fn(&[u8]) -> ([v128; 4], f32, f32),
+) -> [f32; N] {
+    let mut acc = [Acc::zero(); N];
+    for (b, block) in w.chunks_exact(block_bytes).enumerate() {
+        let (n, d, m) = decode(block);
+        for (a, &x) in acc.iter_mut().zip(&xs) {
+            a.add(&n, d, m, x, b);
+        }
+    }
+    acc.map(Acc::total)
+}
+
+/// One f32 weight row times `N` activation rows: four f32x4 accumulators per row, each weight vector
+/// loaded once for all rows, and each row's operations the same whatever `N` is.
+pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[f32x4_splat(0.0); 4]; N];
     let main = w.len() / 16 * 16;
     for i in (0..main).step_by(16) {
-        for (k, a) in acc.iter_mut().enumerate() {
-            let at = i + 4 * k;
-            *a = f32x4_add(*a, f32x4_mul(load(w, at), load(x, at)));
+        let wv = [load(w, i), load(w, i + 4), load(w, i + 8), load(w, i + 12)];
+        for (a, x) in acc.iter_mut().zip(xs) {
+            let xc = &x[i..i + 16];
+            for (k, ak) in a.iter_mut().enumerate() {
+                *ak = f32x4_add(*ak, f32x4_mul(wv[k], load(xc, 4 * k)));
+            }
         }
     }
-    let tail: f32 = w[main..].iter().zip(&x[main..]).map(|(a, b)| a * b).sum();
-    hsum_f32(f32x4_add(
-        f32x4_add(acc[0], acc[1]),
-        f32x4_add(acc[2], acc[3]),
-    )) + tail
+    std::array::from_fn(|t| {
+        let tail: f32 = w[main..]
+            .iter()
+            .zip(&xs[t][main..])
+            .map(|(a, b)| a * b)
+            .sum();
+        let a = acc[t];
+        hsum_f32(f32x4_add(f32x4_add(a[0], a[1]), f32x4_add(a[2], a[3]))) + tail
+    })
 }
 
-pub(crate) fn q8_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    let (mut acc, zero) = ([f32x4_splat(0.0); N], f32x4_splat(0.0));
-    for (i, b) in w.chunks_exact(34).enumerate() {
-        let d = f32x4_splat(f16_at(b, 0));
-        fma16(
-            &mut acc,
-            scale16(i8_to_f32(load(b, 2)), d, zero),
-            xs,
-            i * QK,
-        );
-        fma16(
-            &mut acc,
-            scale16(i8_to_f32(load(b, 18)), d, zero),
-            xs,
-            i * QK + 16,
-        );
-    }
-    acc.map(hsum_f32)
-}
-
-pub(crate) fn q4_0<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    let (mut acc, zero) = ([f32x4_splat(0.0); N], f32x4_splat(0.0));
-    let (mask, eight) = (u8x16_splat(0x0F), i8x16_splat(8));
-    for (i, b) in w.chunks_exact(18).enumerate() {
-        let d = f32x4_splat(f16_at(b, 0));
-        let qs = load(b, 2);
-        let lo = i8x16_sub(v128_and(qs, mask), eight);
-        let hi = i8x16_sub(u8x16_shr(qs, 4), eight);
-        fma16(&mut acc, scale16(i8_to_f32(lo), d, zero), xs, i * QK);
-        fma16(&mut acc, scale16(i8_to_f32(hi), d, zero), xs, i * QK + 16);
-    }
-    acc.map(hsum_f32)
-}
-
-pub(crate) fn q4_1<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    let mut acc = [f32x4_splat(0.0); N];
+pub(crate) fn nibbles<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
     let mask = u8x16_splat(0x0F);
-    for (i, b) in w.chunks_exact(20).enumerate() {
-        let (d, m) = (f32x4_splat(f16_at(b, 0)), f32x4_splat(f16_at(b, 2)));
-        let qs = load(b, 4);
-        fma16(
-            &mut acc,
-            scale16(u8_to_f32(v128_and(qs, mask)), d, m),
-            xs,
-            i * QK,
-        );
-        fma16(
-            &mut acc,
-            scale16(u8_to_f32(u8x16_shr(qs, 4)), d, m),
-            xs,
-            i * QK + 16,
-        );
-    }
-    acc.map(hsum_f32)
+    blocks(w, xs, NIBBLES_BYTES, |b| {
+        let qs = load(b, 8);
+        let n = join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4)));
+        (n, f32_at(b, 0), f32_at(b, 4))
+    })
 }
 
-pub(crate) fn q4_k<const N: usize>(w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
-    let mut acc = [f32x4_splat(0.0); N];
-    let mask = u8x16_splat(0x0F);
-    for (i, b) in w.chunks_exact(144).enumerate() {
-        let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-        let (sc, mn) = k_scales(&b[4..16]);
-        for sub in 0..8 {
-            // Sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles) share 32 bytes of qs.
-            let at = 16 + 32 * (sub / 2);
-            let (q0, q1) = (load(b, at), load(b, at + 16));
-            let (n0, n1) = if sub % 2 == 0 {
-                (v128_and(q0, mask), v128_and(q1, mask))
-            } else {
-                (u8x16_shr(q0, 4), u8x16_shr(q1, 4))
-            };
-            let dl = f32x4_splat(d * f32::from(sc[sub]));
-            let ml = f32x4_splat(-(dmin * f32::from(mn[sub])));
-            let x = (8 * i + sub) * QK;
-            fma16(&mut acc, scale16(u8_to_f32(n0), dl, ml), xs, x);
-            fma16(&mut acc, scale16(u8_to_f32(n1), dl, ml), xs, x + 16);
-        }
-    }
-    acc.map(hsum_f32)
+pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks(w, xs, BYTES_BYTES, |b| {
+        let n = join(widen_i8(load(b, 4)), widen_i8(load(b, 20)));
+        (n, f32_at(b, 0), 0.0)
+    })
 }

@@ -1,7 +1,7 @@
 //! The per-layer math of the decoder (the same as `graph::decoder`'s), on rows of f32 activations: small
 //! functions that a backend trait can later name one by one.
 
-use super::parallel;
+use super::{kernels, parallel};
 use crate::model::RopeStyle;
 
 /// RMSNorm of each row of `x` (rows as long as `w`) into `out`: `x / sqrt(mean(x^2) + eps) * w`.
@@ -39,10 +39,28 @@ pub(crate) fn add(x: &mut [f32], y: &[f32]) {
     }
 }
 
+/// `e^x` within a few ulp (x clamped to [-87, 88], where f32's normal range ends), branch-free so that
+/// loops over it vectorize: on wasm `f32::exp` is a libm call per value. `x = n ln2 + r` with
+/// `|r| <= ln2 / 2` (ln2 in two parts, Cody and Waite, so `r` is exact), `e^r` by its Taylor series to
+/// `r^6` (remainder below 1.3e-7 of it), and `2^n` built from its exponent bits.
+pub(crate) fn exp(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (1.0 / 2.0
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    // n is in [-126, 127], so n + 127 is a normal exponent.
+    f32::from_bits(((n as i32 + 127) as u32) << 23) * p
+}
+
 /// SwiGLU: `gate = silu(gate) * up`.
 pub(crate) fn swiglu(gate: &mut [f32], up: &[f32]) {
     for (g, &u) in gate.iter_mut().zip(up) {
-        *g = *g / (1.0 + (-*g).exp()) * u;
+        *g = *g / (1.0 + exp(-*g)) * u;
     }
 }
 
@@ -127,16 +145,17 @@ pub(crate) fn attention(
         let g = head / group;
         let qh = &q[t * qw + head * dim..t * qw + (head + 1) * dim];
         scores.clear();
-        scores.extend(keys.chunks_exact(kw).take(seen).map(|k| {
-            let kh = &k[g * dim..(g + 1) * dim];
-            qh.iter().zip(kh).map(|(a, b)| a * b).sum::<f32>() * scale
-        }));
+        scores.extend(
+            keys.chunks_exact(kw)
+                .take(seen)
+                .map(|k| kernels::dense(qh, [&k[g * dim..(g + 1) * dim]])[0] * scale),
+        );
         let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0;
+        // Two loops: the exponentials vectorize, the in-order sum cannot.
         for s in scores.iter_mut() {
-            *s = (*s - max).exp();
-            sum += *s;
+            *s = exp(*s - max);
         }
+        let sum: f32 = scores.iter().sum();
         oh.fill(0.0);
         for (&p, v) in scores.iter().zip(values.chunks_exact(kw)) {
             let p = p / sum;
@@ -145,4 +164,25 @@ pub(crate) fn attention(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exp;
+
+    #[test]
+    fn exp_is_within_a_few_ulp_of_f64() {
+        let mut worst = 0.0f64;
+        for i in 0..=200_000 {
+            let x = -87.0 + 175.0 * f64::from(i) / 200_000.0;
+            let (got, want) = (f64::from(exp(x as f32)), (f64::from(x as f32)).exp());
+            worst = worst.max((got - want).abs() / want);
+        }
+        assert!(
+            worst < 4.0 * f64::from(f32::EPSILON),
+            "relative error {worst}"
+        );
+        assert_eq!(exp(-1.0e9), exp(-87.0));
+        assert!(exp(f32::NAN).is_nan());
+    }
 }

@@ -1,42 +1,31 @@
-//! A weight matrix `[rows, cols]` (Hugging Face's `[out, in]`), kept in its file encoding when a kernel
-//! can read that directly, and its products with activation rows.
+//! A weight matrix `[rows, cols]` (Hugging Face's `[out, in]`), kept quantized (in a kernel layout) when
+//! the file's encoding has a kernel, and its products with activation rows.
 
 use std::ops::Range;
 
+use super::activations::{QuantizedRow, QuantizedRows};
+use super::blocks::{self, Layout};
 use super::dot::QK;
 use super::{kernels, parallel};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
-use crate::weights::quant::{self, GgmlType};
 
-/// Row data: f32 values, or whole ggml blocks of one of the types the kernels read.
+/// Row data: f32 values, or blocks in a kernel layout.
 enum Data {
     F32(Vec<f32>),
     Blocks {
-        ty: GgmlType,
-        kernel: Kernel,
+        layout: Layout,
         bytes: Vec<u8>,
         row_bytes: usize,
     },
 }
 
-/// The block types with a kernel that reads them directly.
-#[derive(Clone, Copy)]
-enum Kernel {
-    Q8_0,
-    Q4_0,
-    Q4_1,
-    Q4K,
-}
-
-impl Kernel {
+impl Layout {
     /// One weight row times `N` activation rows.
-    fn dot<const N: usize>(self, w: &[u8], xs: [&[f32]; N]) -> [f32; N] {
+    fn dot<const N: usize>(self, w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
         match self {
-            Kernel::Q8_0 => kernels::q8_0(w, xs),
-            Kernel::Q4_0 => kernels::q4_0(w, xs),
-            Kernel::Q4_1 => kernels::q4_1(w, xs),
-            Kernel::Q4K => kernels::q4_k(w, xs),
+            Layout::Nibbles => kernels::nibbles(w, xs),
+            Layout::Bytes => kernels::bytes(w, xs),
         }
     }
 }
@@ -57,37 +46,32 @@ impl Matrix {
         }
     }
 
-    /// A GGUF tensor whose shape the caller has checked is `[rows, cols]`: its blocks as they are when a
-    /// kernel reads the type, otherwise dequantized to f32 once here.
+    /// A GGUF tensor whose shape the caller has checked is `[rows, cols]`: its blocks converted to a
+    /// kernel layout when a kernel reads the type, otherwise dequantized to f32 once here.
     pub fn from_gguf(t: &TensorInfo, rows: usize, cols: usize) -> Result<Self> {
         let ty = t.ggml_type();
-        let kernel = match ty {
-            GgmlType::Q8_0 => Kernel::Q8_0,
-            GgmlType::Q4_0 => Kernel::Q4_0,
-            GgmlType::Q4_1 => Kernel::Q4_1,
-            GgmlType::Q4_K => Kernel::Q4K,
-            _ => return Ok(Self::dense(rows, cols, t.to_f32()?)),
-        };
         let (block_len, block_bytes) = ty.block_layout();
         // GGUF rows are whole blocks (ggml requires it); the kernels walk activations QK at a time.
-        if !cols.is_multiple_of(block_len)
-            || !cols.is_multiple_of(QK)
-            || t.data().len() != rows * cols / block_len * block_bytes
-        {
+        let whole = cols.is_multiple_of(block_len)
+            && cols.is_multiple_of(QK)
+            && t.data().len() == rows * cols / block_len * block_bytes;
+        if Layout::of(ty).is_some() && !whole {
             return Err(WispError::InvalidWeights(format!(
                 "tensor '{}' ({ty:?}, [{rows}, {cols}]) does not hold whole blocks per row",
                 t.name()
             )));
         }
-        Ok(Matrix {
-            rows,
-            cols,
-            data: Data::Blocks {
-                ty,
-                kernel,
-                bytes: t.data().to_vec(),
-                row_bytes: cols / block_len * block_bytes,
+        Ok(match blocks::convert(ty, t.data()) {
+            Some((layout, bytes)) => Matrix {
+                rows,
+                cols,
+                data: Data::Blocks {
+                    layout,
+                    bytes,
+                    row_bytes: cols / QK * layout.block_bytes(),
+                },
             },
+            None => Self::dense(rows, cols, t.to_f32()?),
         })
     }
 
@@ -104,17 +88,17 @@ impl Matrix {
         match &self.data {
             Data::F32(v) => out.copy_from_slice(&v[r * self.cols..(r + 1) * self.cols]),
             Data::Blocks {
-                ty,
+                layout,
                 bytes,
                 row_bytes,
-                ..
             } => {
-                let values = quant::dequantize(
-                    "embedding row",
-                    *ty,
-                    &bytes[r * row_bytes..(r + 1) * row_bytes],
-                )?;
-                out.copy_from_slice(&values);
+                let row = &bytes[r * row_bytes..(r + 1) * row_bytes];
+                for (b, o) in row
+                    .chunks_exact(layout.block_bytes())
+                    .zip(out.chunks_exact_mut(QK))
+                {
+                    layout.dequantize(b, o);
+                }
             }
         }
         Ok(())
@@ -122,59 +106,106 @@ impl Matrix {
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
     /// row is read once per pass and used for every token; a quantized block is decoded once for up to
-    /// eight tokens. A token's result is the same whatever other tokens share the pass, so verifying
-    /// draft tokens in one pass gives exactly the logits of one-token steps. Bands of weight rows run on
-    /// the CPU backend's threads (`parallel`); a value does not depend on which band or thread computes it.
+    /// eight tokens, whose activations are quantized to i16 once per call (`activations`). A token's
+    /// result is the same whatever other tokens share the pass, so verifying draft tokens in one pass
+    /// gives exactly the logits of one-token steps. Bands of weight rows run on the CPU backend's threads
+    /// (`parallel`); a value does not depend on which band or thread computes it.
     pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
-        let xs: Vec<&[f32]> = x.chunks_exact(self.cols).collect();
-        let work = self.rows * self.cols * xs.len();
-        parallel::for_each_band(out, self.rows, work, |band, outs| {
-            self.band_product(&xs, band, outs)
-        });
-        Ok(())
-    }
-
-    /// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band).
-    fn band_product(&self, xs: &[&[f32]], band: Range<usize>, outs: &mut [&mut [f32]]) {
+        let cols = self.cols;
+        let work = self.rows * x.len();
         match &self.data {
             Data::F32(w) => {
-                let rows = &w[band.start * self.cols..band.end * self.cols];
-                for (r, wr) in rows.chunks_exact(self.cols).enumerate() {
-                    for (t, xt) in xs.iter().enumerate() {
-                        outs[t][r] = kernels::dense(wr, xt);
-                    }
-                }
+                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
+                products(&Dense { w, cols }, self.rows, &xs, work, out);
             }
             Data::Blocks {
-                kernel,
+                layout,
                 bytes,
                 row_bytes,
-                ..
             } => {
-                let rows = &bytes[band.start * row_bytes..band.end * row_bytes];
-                let mut first = 0;
-                for group in [8, 4, 2, 1] {
-                    while xs.len() - first >= group {
-                        let part = &xs[first..first + group];
-                        for (r, wr) in rows.chunks_exact(*row_bytes).enumerate() {
-                            let mut put = |t: usize, v: f32| outs[first + t][r] = v;
-                            match group {
-                                8 => each(kernel.dot(wr, rows_of::<8>(part)), &mut put),
-                                4 => each(kernel.dot(wr, rows_of::<4>(part)), &mut put),
-                                2 => each(kernel.dot(wr, rows_of::<2>(part)), &mut put),
-                                _ => each(kernel.dot(wr, rows_of::<1>(part)), &mut put),
-                            }
-                        }
-                        first += group;
-                    }
+                let quantized = QuantizedRows::new(x, cols);
+                let xs: Vec<QuantizedRow> =
+                    (0..quantized.len()).map(|t| quantized.row(t)).collect();
+                let weights = Quantized {
+                    layout: *layout,
+                    bytes,
+                    row_bytes: *row_bytes,
+                };
+                products(&weights, self.rows, &xs, work, out);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Weight rows and the kernel that multiplies one of them with `N` activation rows of type `X`.
+trait RowKernel {
+    type X: Copy;
+    fn dot<const N: usize>(&self, row: usize, xs: [Self::X; N]) -> [f32; N];
+}
+
+struct Dense<'a> {
+    w: &'a [f32],
+    cols: usize,
+}
+
+impl<'a> RowKernel for Dense<'a> {
+    type X = &'a [f32];
+    fn dot<const N: usize>(&self, row: usize, xs: [&'a [f32]; N]) -> [f32; N] {
+        kernels::dense(&self.w[row * self.cols..(row + 1) * self.cols], xs)
+    }
+}
+
+struct Quantized<'a> {
+    layout: Layout,
+    bytes: &'a [u8],
+    row_bytes: usize,
+}
+
+impl<'a> RowKernel for Quantized<'a> {
+    type X = QuantizedRow<'a>;
+    fn dot<const N: usize>(&self, row: usize, xs: [QuantizedRow<'a>; N]) -> [f32; N] {
+        let w = &self.bytes[row * self.row_bytes..(row + 1) * self.row_bytes];
+        self.layout.dot(w, xs)
+    }
+}
+
+/// `out[t * rows + r] = W[r] x[t]`, in bands of weight rows (`parallel::for_each_band`; `work`:
+/// multiply-adds in all).
+fn products<K>(k: &K, rows: usize, xs: &[K::X], work: usize, out: &mut [f32])
+where
+    K: RowKernel + Sync,
+    K::X: Sync,
+{
+    parallel::for_each_band(out, rows, work, |band, outs| {
+        band_products(k, band, xs, outs)
+    });
+}
+
+/// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band):
+/// tokens in groups of 8, 4, 2 and 1, each weight row read once per group and multiplied with all its
+/// tokens. The groups are the same for every band, so a value does not depend on the band.
+fn band_products<K: RowKernel>(k: &K, band: Range<usize>, xs: &[K::X], outs: &mut [&mut [f32]]) {
+    let mut first = 0;
+    for group in [8, 4, 2, 1] {
+        while xs.len() - first >= group {
+            let part = &xs[first..first + group];
+            for (i, r) in band.clone().enumerate() {
+                let mut put = |t: usize, v: f32| outs[first + t][i] = v;
+                match group {
+                    8 => each(k.dot(r, rows_of::<_, 8>(part)), &mut put),
+                    4 => each(k.dot(r, rows_of::<_, 4>(part)), &mut put),
+                    2 => each(k.dot(r, rows_of::<_, 2>(part)), &mut put),
+                    _ => each(k.dot(r, rows_of::<_, 1>(part)), &mut put),
                 }
             }
+            first += group;
         }
     }
 }
 
 /// The first `N` rows of `part` (which holds exactly `N`) as an array.
-fn rows_of<'a, const N: usize>(part: &[&'a [f32]]) -> [&'a [f32]; N] {
+fn rows_of<X: Copy, const N: usize>(part: &[X]) -> [X; N] {
     std::array::from_fn(|t| part[t])
 }
 

@@ -1,7 +1,9 @@
 //! The decoder on the CPU, in plain Rust: quantized weights stay quantized (decoded block by block inside
-//! the dot products, activations stay f32), and the hot dot products have wasm SIMD versions (simd128)
+//! the dot products, against activations quantized to i16 per block), and the hot dot products have wasm SIMD versions (simd128)
 //! next to portable ones that LLVM vectorizes natively.
 
+mod activations;
+mod blocks;
 mod decoder;
 mod dot;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]

@@ -4,6 +4,8 @@
 
 use half::f16;
 
+use super::blocks::{BYTES_BYTES, NIBBLES_BYTES};
+use super::dot::QK;
 use super::layer::{self, Heads};
 use super::matrix::Matrix;
 use super::parallel;
@@ -108,20 +110,21 @@ fn products_are_bit_identical_for_any_thread_count() {
     let (rows, cols) = (1024, 512);
     // Big enough that even one token's product is split between threads, or this would prove nothing.
     assert!(in_pool(4, || parallel::tasks(rows * cols, rows)) > 1);
-    // (ggml type code, (block length, block bytes, f16 scale fields)).
+    // (ggml type code, (block length, block bytes, f16 scale fields), bytes per QK weights in the
+    // kernel layout it is converted to).
     let types = [
-        ("Q8_0", 8, (32, 34, 1)),
-        ("Q4_0", 2, (32, 18, 1)),
-        ("Q4_1", 3, (32, 20, 2)),
-        ("Q4_K", 12, (256, 144, 2)),
+        ("Q8_0", 8, (32, 34, 1), BYTES_BYTES),
+        ("Q4_0", 2, (32, 18, 1), NIBBLES_BYTES),
+        ("Q4_1", 3, (32, 20, 2), NIBBLES_BYTES),
+        ("Q4_K", 12, (256, 144, 2), NIBBLES_BYTES),
     ];
-    for (name, code, layout) in types {
+    for (name, code, layout, kernel_bytes) in types {
         let bytes = gguf(&mut rng, code, layout, rows, cols);
         let file = GgufFile::parse(&bytes).unwrap();
         let matrix = Matrix::from_gguf(file.tensor("w").unwrap(), rows, cols).unwrap();
         assert_eq!(
             matrix.weight_bytes(),
-            rows * cols / layout.0 * layout.1,
+            rows * cols / QK * kernel_bytes,
             "{name} stays quantized"
         );
         check_matmul(name, &matrix, rows, cols, &mut rng);

@@ -43,9 +43,40 @@ function errorKind(error) {
   return "internal";
 }
 
+// Buffers of watched devices that are still alive: a buffer ends when destroyed, when the garbage collector
+// takes it (wgpu's web backend drops buffers without destroying them), or with its device.
+const collected =
+  typeof FinalizationRegistry === "undefined" ? null : new FinalizationRegistry((entry) => forget(entry));
+
+function forget(entry) {
+  if (!entry.alive) return;
+  entry.alive = false;
+  entry.record.buffers -= 1;
+  entry.record.bytes -= entry.size;
+}
+
+function countBuffers(device, record) {
+  const createBuffer = device.createBuffer;
+  device.createBuffer = function (descriptor) {
+    const buffer = createBuffer.call(this, descriptor);
+    // The entry must not reference the buffer, or the registry would keep it alive.
+    const entry = { record, size: Number(descriptor.size) || 0, alive: true };
+    record.buffers += 1;
+    record.bytes += entry.size;
+    collected?.register(buffer, entry);
+    const destroy = buffer.destroy;
+    buffer.destroy = function () {
+      forget(entry);
+      return destroy.call(this);
+    };
+    return buffer;
+  };
+}
+
 function watch(device, adapter, record) {
   record.device = device;
   record.adapter = describeAdapter(adapter);
+  countBuffers(device, record);
   device.addEventListener("uncapturederror", (event) => {
     record.errors.push({ kind: errorKind(event.error), message: event.error.message });
   });
@@ -92,7 +123,7 @@ export function beginCapture() {
   captureQueue = new Promise((resolve) => (release = resolve));
   return previous.then(() => {
     const id = nextId++;
-    capturing = { id, device: null, adapter: null, errors: [], pending: [], lost: null, unlock: release };
+    capturing = { id, device: null, adapter: null, errors: [], pending: [], lost: null, unlock: release, buffers: 0, bytes: 0 };
     records.set(id, capturing);
     return id;
   });
@@ -142,4 +173,21 @@ export function release(id) {
 export function loseDevice(id) {
   const record = records.get(id);
   if (record && record.device) record.device.destroy();
+}
+
+/**
+ * The GPU devices Wisp holds and their buffers still alive (count and bytes), for leak checks: closing a
+ * session returns its device and every buffer with it.
+ */
+export function resources() {
+  let devices = 0;
+  let buffers = 0;
+  let bytes = 0;
+  for (const record of records.values()) {
+    if (!record.device) continue;
+    devices += 1;
+    buffers += record.buffers;
+    bytes += record.bytes;
+  }
+  return { devices, buffers, bytes };
 }

@@ -11,7 +11,7 @@ mod web;
 #[cfg(not(target_arch = "wasm32"))]
 pub use native::{probe, DeviceGuard};
 #[cfg(target_arch = "wasm32")]
-pub use web::{probe, DeviceGuard};
+pub use web::{probe, resources, DeviceGuard};
 
 use serde::{Deserialize, Serialize};
 use wonnx::SessionError;

@@ -23,6 +23,13 @@ extern "C" {
     fn js_release(id: u32);
     #[wasm_bindgen(js_name = loseDevice)]
     fn js_lose_device(id: u32);
+    #[wasm_bindgen(js_name = resources)]
+    fn js_resources() -> JsValue;
+}
+
+/// `{ devices, buffers, bytes }`: the GPU devices Wisp holds and their live buffers (see `gpu_guard.js`).
+pub fn resources() -> JsValue {
+    js_resources()
 }
 
 fn adapter_from_js(value: JsValue) -> Result<AdapterInfo> {

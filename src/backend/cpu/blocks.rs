@@ -1,0 +1,106 @@
+//! The block layouts the CPU kernels read, made once at load from ggml blocks: f32 scales instead of
+//! f16 (wasm has no f16 conversion instruction: converting two per block cost as much as its products),
+//! and the three 4-bit formats in one form, so that one kernel serves them all.
+//!
+//! - Nibbles (from Q4_0, Q4_1, Q4_K): 32 weights `n d + m`, `n` in 0..16, as `d: f32, m: f32, qs: [u8;
+//!   16]`, element `i` in the low nibble of `qs[i]` and element `16 + i` in its high nibble. Q4_0's
+//!   `(n - 8) d` becomes `m = -8 d`; each Q4_K sub-block becomes a block with `d = d sc`, `m = -dmin mn`.
+//! - Bytes (from Q8_0): 32 weights `q d`, `q` an i8, as `d: f32, qs: [i8; 32]`.
+
+use super::dot::QK;
+use crate::weights::quant::{f16_at, k_scales, GgmlType};
+
+pub(crate) const NIBBLES_BYTES: usize = 24;
+pub(crate) const BYTES_BYTES: usize = 36;
+
+/// The kernel layout of a block.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Layout {
+    Nibbles,
+    Bytes,
+}
+
+impl Layout {
+    /// The layout a ggml type converts to, if any.
+    pub fn of(ty: GgmlType) -> Option<Layout> {
+        match ty {
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4_K => Some(Layout::Nibbles),
+            GgmlType::Q8_0 => Some(Layout::Bytes),
+            _ => None,
+        }
+    }
+
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Layout::Nibbles => NIBBLES_BYTES,
+            Layout::Bytes => BYTES_BYTES,
+        }
+    }
+
+    /// The 32 weights of block `b` as f32: an embedding row.
+    pub fn dequantize(self, b: &[u8], out: &mut [f32]) {
+        let d = f32_at(b, 0);
+        match self {
+            Layout::Nibbles => {
+                let m = f32_at(b, 4);
+                let (lo, hi) = out.split_at_mut(QK / 2);
+                for ((l, h), &q) in lo.iter_mut().zip(hi).zip(&b[8..24]) {
+                    *l = f32::from(q & 0x0F) * d + m;
+                    *h = f32::from(q >> 4) * d + m;
+                }
+            }
+            Layout::Bytes => {
+                for (o, &q) in out.iter_mut().zip(&b[4..36]) {
+                    *o = f32::from(q as i8) * d;
+                }
+            }
+        }
+    }
+}
+
+/// Little-endian f32 at `at`; callers pass whole blocks, so `at + 3` is in range.
+pub(crate) fn f32_at(block: &[u8], at: usize) -> f32 {
+    f32::from_le_bytes([block[at], block[at + 1], block[at + 2], block[at + 3]])
+}
+
+/// `data` (whole ggml blocks of `ty`) in its kernel layout, or `None` when no kernel reads `ty`.
+pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
+    let layout = Layout::of(ty)?;
+    let (block_len, block_bytes) = ty.block_layout();
+    let blocks = data.len() / block_bytes * block_len / QK;
+    let mut out = Vec::with_capacity(blocks * layout.block_bytes());
+    for b in data.chunks_exact(block_bytes) {
+        match ty {
+            GgmlType::Q8_0 => {
+                out.extend(f16_at(b, 0).to_le_bytes());
+                out.extend_from_slice(&b[2..34]);
+            }
+            GgmlType::Q4_0 => {
+                let d = f16_at(b, 0);
+                push_nibbles(&mut out, d, -8.0 * d, &b[2..18]);
+            }
+            GgmlType::Q4_1 => push_nibbles(&mut out, f16_at(b, 0), f16_at(b, 2), &b[4..20]),
+            GgmlType::Q4_K => {
+                let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+                let (sc, mn) = k_scales(&b[4..16]);
+                for sub in 0..8 {
+                    let bytes = &b[16 + 32 * (sub / 2)..16 + 32 * (sub / 2) + 32];
+                    let shift = 4 * (sub % 2);
+                    let packed: [u8; QK / 2] = std::array::from_fn(|i| {
+                        ((bytes[i] >> shift) & 0x0F) | (((bytes[i + QK / 2] >> shift) & 0x0F) << 4)
+                    });
+                    let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
+                    push_nibbles(&mut out, dl, -ml, &packed);
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some((layout, out))
+}
+
+fn push_nibbles(out: &mut Vec<u8>, d: f32, m: f32, packed: &[u8]) {
+    out.extend(d.to_le_bytes());
+    out.extend(m.to_le_bytes());
+    out.extend_from_slice(packed);
+}
