@@ -82,7 +82,7 @@ impl CpuDecoder {
 
     fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
-        let work = tokens.len() * macs_per_token(&self.config);
+        let work = tokens.len().saturating_mul(macs_per_token(&self.config));
         parallel::on_pool(work, || {
             let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
             let chunks = tokens.len().div_ceil(CHUNK);
@@ -189,14 +189,21 @@ impl CpuDecoder {
 }
 
 /// Multiply-adds of one token's pass through the weights (attention's, which grow with the context, left
-/// out).
+/// out). Saturating: wasm32's usize passes 4 G within a chunk of a 135M-parameter model.
 fn macs_per_token(cfg: &ModelConfig) -> usize {
     let (d, ff) = (cfg.hidden_size, cfg.intermediate_size);
     let (qw, kw) = (
-        cfg.num_heads * cfg.head_dim,
-        cfg.num_kv_heads * cfg.head_dim,
+        cfg.num_heads.saturating_mul(cfg.head_dim),
+        cfg.num_kv_heads.saturating_mul(cfg.head_dim),
     );
-    cfg.num_layers * (d * (qw + 2 * kw) + qw * d + 3 * d * ff) + cfg.vocab_size * d
+    // Per layer: q, k and v, then o (qw * d), then gate, up and down.
+    let width = qw
+        .saturating_add(kw.saturating_mul(2))
+        .saturating_add(qw)
+        .saturating_add(ff.saturating_mul(3));
+    cfg.num_layers
+        .saturating_mul(d.saturating_mul(width))
+        .saturating_add(cfg.vocab_size.saturating_mul(d))
 }
 
 fn linear(l: &Linear, x: &[f32], out: &mut [f32]) -> Result<()> {

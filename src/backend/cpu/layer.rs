@@ -137,7 +137,7 @@ pub(crate) fn attention(
     let group = h / kv;
     let tokens = q.len() / qw;
     // Each head of token t reads start + t + 1 keys and as many values.
-    let work = 2 * qw * (tokens * start + tokens * (tokens + 1) / 2);
+    let work = (2 * qw).saturating_mul(tokens.saturating_mul(start) + tokens * (tokens + 1) / 2);
     parallel::for_each_chunk(out, dim, work, Vec::new, |scores, i, oh| {
         let (t, head) = (i / h, i % h);
         // Token t sees positions 0..=start + t; the graph's mask gives later ones exp(-1e9) = 0.

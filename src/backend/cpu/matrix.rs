@@ -112,7 +112,8 @@ impl Matrix {
     /// (`parallel`); a value does not depend on which band or thread computes it.
     pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
         let cols = self.cols;
-        let work = self.rows * x.len();
+        // Saturating: wasm32's usize passes 4 G for a vocabulary head and a chunk of tokens.
+        let work = self.rows.saturating_mul(x.len());
         match &self.data {
             Data::F32(w) => {
                 let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();

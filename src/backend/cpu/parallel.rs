@@ -74,6 +74,10 @@ pub fn for_each_band<F>(
 ) where
     F: Fn(Range<usize>, &mut [&mut [f32]]) + Sync + Send,
 {
+    // No rows, nothing to compute (and `out` cannot be cut into rows of 0 values).
+    if rows == 0 {
+        return;
+    }
     #[cfg(feature = "threads")]
     let tasks = tasks(work, rows);
     #[cfg(feature = "threads")]
