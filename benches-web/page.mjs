@@ -3,6 +3,7 @@
 // that no Node/Chromium round trip is counted.
 const ORT_DIST = "/node_modules/onnxruntime-web/dist/";
 let wisp = null;
+let wispInWorker = false;
 let ort = null;
 let peer = null;
 
@@ -34,7 +35,8 @@ export function trackGpuBuffers() {
  * reloads the page per engine) and of the GPU buffers created since the page loaded.
  */
 export async function memory(wispEngine) {
-  const heap = wispEngine ? (await (await import("/pkg/index.js")).init()).memory.buffer.byteLength : null;
+  // A worker's heap is out of the page's reach (null).
+  const heap = wispEngine && !wispInWorker ? (await (await import("/pkg/index.js")).init()).memory.buffer.byteLength : null;
   const gpu = self.__gpuBytes;
   return { wasmHeapBytes: heap, gpuBufferPeakBytes: gpu?.peak ?? null, gpuBufferCreatedBytes: gpu?.created ?? null };
 }
@@ -94,17 +96,20 @@ const argmax = (row) => {
 
 // ---- Wisp, through the built package ----
 
-export async function wispLoad(source, options) {
+// `worker: true` loads a WorkerModel (worker mode: where the CPU backend runs on several threads); every
+// call below awaits, which serves both.
+export async function wispLoad(source, { worker, ...options }) {
   wisp?.close();
   wisp = null;
-  const { Model } = await import("/pkg/index.js");
+  const { Model, WorkerModel } = await import("/pkg/index.js");
   const t0 = performance.now();
-  wisp = await Model.load(source, { cache: false, ...options });
-  return { loadMs: performance.now() - t0, contextLength: wisp.contextLength, vocab: wisp.config.vocabSize, backend: wisp.backend };
+  wisp = await (worker ? WorkerModel : Model).load(source, { cache: false, ...options });
+  wispInWorker = Boolean(worker);
+  return { loadMs: performance.now() - t0, contextLength: wisp.contextLength, vocab: wisp.config.vocabSize, backend: wisp.backend, worker: Boolean(worker) };
 }
 
-export function wispEncode(text) {
-  return [...wisp.encode(text)];
+export async function wispEncode(text) {
+  return [...(await wisp.encode(text))];
 }
 
 /**
@@ -113,14 +118,14 @@ export function wispEncode(text) {
  * prompt-lookup speculation. `profile`: resets the model's profile first and returns it with the run.
  */
 export async function wispGenerate(ids, maxTokens, { draftTokens, profile } = {}) {
-  wisp.seek(0);
-  if (profile) wisp.resetProfile();
+  await wisp.seek(0);
+  if (profile) await wisp.resetProfile();
   const r = await wisp.generate(ids, { maxTokens, temperature: 0, draftTokens });
   if (r.usage.cachedTokens !== 0) throw new Error(`prefix reuse: ${r.usage.cachedTokens} cached tokens`);
   const decodeMs = r.usage.totalMs - r.usage.ttftMs;
   return {
     tokens: r.tokens, finishReason: r.finishReason, ttftMs: r.usage.ttftMs, decodeMs, totalMs: r.usage.totalMs,
-    passes: r.usage.passes, acceptedDraftTokens: r.usage.acceptedDraftTokens, profile: profile ? wisp.profile() : undefined,
+    passes: r.usage.passes, acceptedDraftTokens: r.usage.acceptedDraftTokens, profile: profile ? await wisp.profile() : undefined,
   };
 }
 
@@ -132,8 +137,8 @@ export async function wispAgentTask(question, maxSteps, maxTokens) {
   const { createAgent } = await import("/pkg/index.js");
   const { demoTools } = await import("/www/tools.js");
   const messages = [{ role: "user", content: question }];
-  const templateShowsTools = wisp.renderChat(messages, { tools: demoTools.map(([spec]) => spec) }) !== wisp.renderChat(messages);
-  wisp.seek(0);
+  const templateShowsTools = (await wisp.renderChat(messages, { tools: demoTools.map(([spec]) => spec) })) !== (await wisp.renderChat(messages));
+  await wisp.seek(0);
   const agent = await createAgent({ model: wisp, system: "You are a helpful assistant.", maxSteps, temperature: 0 });
   for (const [spec, fn] of demoTools) agent.tool(spec, fn);
   const events = [];
@@ -158,11 +163,13 @@ export function wispClose() {
 
 // ---- onnxruntime-web over the KV-cache export (tools/export_onnx_kv.py) ----
 
-export async function ortLoad(url, meta, ep) {
+export async function ortLoad(url, meta, ep, threads) {
   await ortRelease();
   ort ??= await import(`${ORT_DIST}ort.webgpu.min.mjs`);
   ort.env.wasm.wasmPaths = ORT_DIST;
-  // Without cross-origin isolation there is no SharedArrayBuffer, so the wasm EP runs one thread.
+  // More than one thread needs a cross-origin isolated page (SharedArrayBuffer); without one the wasm EP
+  // runs one thread whatever this says. Read when the first session starts the wasm runtime, once per page.
+  if (threads) ort.env.wasm.numThreads = threads;
   const t0 = performance.now();
   const session = await ort.InferenceSession.create(url, { executionProviders: [ep], graphOptimizationLevel: "all" });
   peer = { session, meta };

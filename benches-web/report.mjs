@@ -38,8 +38,13 @@ function cuts(c) {
   return out.join(", ");
 }
 
+const threads = (n) => `${n} thread${n === 1 ? "" : "s"}`;
+
 function label(engine, e) {
-  if (engine === "ort-wasm" && e.info?.numThreads != null) return `ort-wasm, ${e.info.numThreads} thread${e.info.numThreads === 1 ? "" : "s"}`;
+  if (engine.startsWith("ort-wasm") && e.info?.numThreads != null) return `ort-wasm, ${threads(e.info.numThreads)}`;
+  if (engine.startsWith("wisp-cpu") && e.info?.backend?.threads != null) {
+    return `wisp-cpu${engine === "wisp-cpu-lookup" ? " + prompt-lookup drafts (draftTokens: 7)" : ""}, ${threads(e.info.backend.threads)}`;
+  }
   if (engine === "native-webgpu") return `native wonnx (${e.info?.adapter || "Vulkan"})`;
   if (engine === "native-cpu") return "native CPU kernels, 1 thread";
   if (engine === "wisp-cpu-lookup") return "wisp-cpu + prompt-lookup drafts (draftTokens: 7)";
@@ -66,7 +71,7 @@ export function table(r, jsonName) {
   out.push(`# Wisp vs onnxruntime-web, ${r.started.slice(0, 16).replace("T", " ")} UTC`, "");
   out.push(`${r.browser.version}${r.browser.headed ? " (headed)" : " (headless)"}; adapter: ${[r.environment.adapter?.vendor, r.environment.adapter?.architecture, r.environment.adapter?.description].filter(Boolean).join(" / ") || "none"}; ` +
     `${r.machine.cpus} CPUs (${r.machine.cpuModel})${r.machine.shared ? ", shared with other jobs" : ""}, load average ${r.machine.loadavgStart.map((x) => x.toFixed(1)).join(" ")} at start, ${r.machine.loadavgEnd.map((x) => x.toFixed(1)).join(" ")} at end` +
-    `${r.wallSeconds ? `; the whole run took ${(r.wallSeconds / 60).toFixed(1)} min` : ""}. Page not cross-origin isolated (${r.environment.crossOriginIsolated ? "it was!" : "no SharedArrayBuffer"}), so ort-wasm runs one thread, as Wisp's CPU backend does. Raw data: \`${jsonName}\`.`, "");
+    `${r.wallSeconds ? `; the whole run took ${(r.wallSeconds / 60).toFixed(1)} min` : ""}. Pages not cross-origin isolated (${r.environment.crossOriginIsolated ? "it was!" : "no SharedArrayBuffer"}), so ort-wasm runs one thread, as Wisp's CPU backend does, except the rows ending in -2t: their pages are served with COOP/COEP (cross-origin isolated), and both engines run 2 threads there. Raw data: \`${jsonName}\`.`, "");
   out.push(`Package: wisp_core_bg.wasm ${pk.wasmBytes.toLocaleString("en")} bytes, ${pk.wasmGzipBytes.toLocaleString("en")} gzipped` +
     (pk.pkgBytes ? `; all ${pk.pkgFiles} files of pkg/ ${pk.pkgBytes.toLocaleString("en")} bytes, ${pk.pkgGzipBytes.toLocaleString("en")} gzipped (each file gzip -9).` : "."), "");
   out.push("Median [min–max] over the timed repetitions, after one warm-up run except where marked cold (no warm-up: for the WebGPU engines that includes shader compilation). TTFT and prefill at the first prompt length come from the same runs as decode. Greedy: every engine's first run must give wisp-cpu's tokens, or its cell is not timed (MISMATCH). Memory: the wasm heap is Wisp's `WebAssembly.Memory` after the engine's runs (it only grows, so this is its peak; one page per engine); GPU is the peak of live bytes in buffers the page created. Native rows: tools/native_bench.rs, one run after a warm-up (cold where marked), same prompt ids.", "");
@@ -78,7 +83,7 @@ export function table(r, jsonName) {
     for (const [engine, e] of Object.entries(m.engines)) {
       const decodeRun = decodeOf(e);
       const checks = Object.entries(e.check ?? {});
-      const check = engine === "wisp-cpu" ? "(reference)" : checks.length ? checks.map(([p, c]) => `${c.identical ? "yes" : "**NO**"} (${p}: ${c.compared} tok)`).join(", ") : "–";
+      const check = engine === (r.referenceEngine ?? "wisp-cpu") ? "(reference)" : checks.length ? checks.map(([p, c]) => `${c.identical ? "yes" : "**NO**"} (${p}: ${c.compared} tok)`).join(", ") : "–";
       if (e.error) {
         out.push(`| ${label(engine, e)} | failed: ${e.error.slice(0, 160).replace(/\|/g, "/").replace(/\n/g, " ")} |${prompts.map(() => " |").join("")}${prompts.map(() => " |").join("")} | | | | | |`);
         continue;
@@ -88,7 +93,7 @@ export function table(r, jsonName) {
         `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok${decodeRun.acceptedDraftTokens ? `; ${decodeRun.passes} passes, ${decodeRun.acceptedDraftTokens} drafts kept` : ""})` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
     }
     out.push("");
-    const ratios = [["wisp-cpu", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu-lookup", "wisp-cpu"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
+    const ratios = [["wisp-cpu", "ort-wasm"], ["wisp-cpu-2t", "ort-wasm-2t"], ["wisp-cpu-2t", "wisp-cpu"], ["ort-wasm-2t", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu-lookup", "wisp-cpu"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
       .map(([a, b]) => ratio(m, a, b, prompts)).filter(Boolean);
     if (ratios.length) out.push("Ratios (medians of this run; decode > 1 means the first is faster, TTFT > 1 that it is slower):", "", ...ratios, "");
     const agents = Object.entries(m.engines).filter(([, e]) => e.agent);
@@ -130,7 +135,7 @@ function profileTable(m) {
   return out;
 }
 
-const COLORS = { "wisp-cpu": "#e8590c", "wisp-cpu-lookup": "#f59f00", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-webgpu": "#1971c2", "native-cpu": "#868e96", "native-webgpu": "#495057" };
+const COLORS = { "wisp-cpu": "#e8590c", "wisp-cpu-2t": "#d9480f", "wisp-cpu-lookup": "#f59f00", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-wasm-2t": "#2b8a3e", "ort-webgpu": "#1971c2", "native-cpu": "#868e96", "native-webgpu": "#495057" };
 
 /** Two log-scale bar panels: decode tok/s and TTFT at the first prompt length, per model and engine. */
 export function chart(r) {

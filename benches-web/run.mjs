@@ -1,5 +1,6 @@
 // Wisp against onnxruntime-web on the same weights, in the same Chromium, in one run (see README.md).
 //   node benches-web/run.mjs [--headed] [--models wisp-mini,smollm2,tiny] [--engines wisp-cpu,ort-wasm] [--quick]
+//                            [--decode-only] [--no-native]
 // Writes benches-web/results/<timestamp>.json, latest.md and latest.svg.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -19,6 +20,9 @@ const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const headed = args.includes("--headed") || process.env.WISP_BENCH_HEADED === "1";
 const quick = args.includes("--quick");
+const native = !args.includes("--no-native");
+// Only the first prompt length (its TTFT and decode), and no agent task.
+const decodeOnly = args.includes("--decode-only");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // The flags of tests/browser/harness.mjs.
 const FLAGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -77,15 +81,28 @@ const PLANS = {
   },
 };
 const models = opt("--models", "wisp-mini,smollm2").split(",");
-// wisp-cpu first: its greedy tokens are the reference. ort-webgpu last: on SwiftShader it can crash the page.
-const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,ort-webgpu").split(",");
+// The first engine's greedy tokens are the reference (wisp-cpu by default). ort-webgpu last: on SwiftShader
+// it can crash the page.
+const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,wisp-cpu-2t,ort-wasm-2t,ort-webgpu").split(",");
 // Wisp engines: backend and speculation. The main rows decode one token per pass (draftTokens 0), as the
-// peers do; wisp-cpu-lookup asks for prompt-lookup drafts (draftTokens 7; same tokens), on the decode prompt only.
+// peers do; wisp-cpu-lookup asks for prompt-lookup drafts (draftTokens 7; same tokens), on the decode prompt
+// only. `threads: 2` rows run in a cross-origin isolated page, in worker mode (the only place the CPU
+// backend runs threads: the threaded module), next to ort-wasm on 2 threads.
 const WISP = {
-  "wisp-cpu": { backend: "cpu", draftTokens: 0 },
+  "wisp-cpu": { backend: "cpu", draftTokens: 0, threads: 1 },
   "wisp-webgpu": { backend: "webgpu", draftTokens: 0 },
-  "wisp-cpu-lookup": { backend: "cpu", draftTokens: 7, plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
+  "wisp-cpu-lookup": { backend: "cpu", draftTokens: 7, threads: 1, plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
+  "wisp-cpu-2t": { backend: "cpu", draftTokens: 0, threads: 2, worker: true },
 };
+// onnxruntime-web engines: execution provider, and wasm threads (more than 1 needs an isolated page).
+const ORT = {
+  "ort-wasm": { ep: "wasm", threads: 1 },
+  "ort-wasm-2t": { ep: "wasm", threads: 2 },
+  "ort-webgpu": { ep: "webgpu" },
+};
+const isolatedEngine = (engine) => (WISP[engine] ?? ORT[engine])?.threads > 1;
+const unknown = ENGINES.filter((e) => !WISP[e] && !ORT[e]);
+if (unknown.length) throw new Error(`unknown engine(s) ${unknown}; known: ${[...Object.keys(WISP), ...Object.keys(ORT)]}`);
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
@@ -153,6 +170,8 @@ async function main() {
   ensureExports(plans.map((p) => p.onnx));
   const wasm = readFileSync(join(ROOT, "pkg/wisp_core_bg.wasm"));
   const server = await serve(0);
+  // The threaded rows' pages: the same files with COOP/COEP, so that they are cross-origin isolated.
+  const isolatedServer = await serve(0, undefined, { isolated: true });
   const profile = await mkdtemp(join(os.tmpdir(), "wisp-bench-"));
   const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: !headed, args: FLAGS });
   // Counts GPU buffer bytes from the first script of every page on (page.mjs trackGpuBuffers).
@@ -161,12 +180,13 @@ async function main() {
   let page = null;
   // A fresh page per engine: the wasm heap and GPU buffer counts are then that engine's alone, and a
   // crashed renderer takes no other engine with it.
-  const freshPage = async () => {
+  const freshPage = async (isolated = false) => {
     await page?.close().catch(() => {});
     page = await context.newPage();
     page.on("pageerror", (e) => consoleErrors.push(e.message));
     page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
-    await page.goto(`${server.url}/tests/browser/blank.html`);
+    await page.goto(`${(isolated ? isolatedServer : server).url}/tests/browser/blank.html`);
+    if (isolated && !(await page.evaluate(() => self.crossOriginIsolated))) throw new Error("the threaded rows' page is not cross-origin isolated");
   };
   await freshPage();
   for (const p of context.pages()) if (p !== page) await p.close();
@@ -176,6 +196,7 @@ async function main() {
   const result = {
     started: started.toISOString(),
     command: `node benches-web/run.mjs ${args.join(" ")}`.trim(),
+    referenceEngine: ENGINES[0],
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: os.totalmem() / 2 ** 30, loadavgStart: os.loadavg(), shared: true },
     browser: { executable: CHROMIUM, version: execFileSync(CHROMIUM, ["--version"]).toString().trim(), headed, flags: FLAGS },
     environment: await call("environment"),
@@ -198,12 +219,13 @@ async function main() {
       const w = WISP[engine];
       const isWisp = Boolean(w);
       const p = { warmup: true, agent: plan.agent, ...plan, ...w?.plan, ...plan.overrides[engine] };
-      if (p.firstPromptOnly) p.prompts = p.prompts.slice(0, 1);
+      if (p.firstPromptOnly || decodeOnly) p.prompts = p.prompts.slice(0, 1);
+      if (decodeOnly) p.agent = false;
       const e = (r.engines[engine] = { load: [], runs: {}, check: {}, cuts: { ...w?.plan, ...plan.overrides[engine] } });
-      await freshPage();
+      await freshPage(isolatedEngine(engine));
       const load = isWisp
-        ? (source = plan.wisp.source) => call("wispLoad", source, { ...plan.wisp.options, ...p.options, backend: w.backend })
-        : () => call("ortLoad", onnxUrl, meta, engine === "ort-webgpu" ? "webgpu" : "wasm");
+        ? (source = plan.wisp.source) => call("wispLoad", source, { ...plan.wisp.options, ...p.options, backend: w.backend, threads: w.threads, worker: w.worker })
+        : () => call("ortLoad", onnxUrl, meta, ORT[engine].ep, ORT[engine].threads);
       const generate = isWisp ? (ids, n, profile) => call("wispGenerate", ids, n, { draftTokens: w.draftTokens, profile }) : (ids, n) => call("ortGenerate", ids, n);
       try {
         for (let i = 0; i < p.loadReps; i++) {
@@ -254,7 +276,7 @@ async function main() {
           log(`${plan.name} ${engine} p${n}: TTFT ${e.runs[n].ttftMs.median.toFixed(0)} ms` +
             (e.runs[n].decodeTokPerSec ? `, decode ${e.runs[n].decodeTokPerSec.median.toFixed(2)} tok/s over ${first.tokens.length - 1}` : ""));
         }
-        for (const n of plan.prompts.filter((n) => !p.prompts.includes(n))) e.runs[n] = { skipped: "too slow on this machine (see README)" };
+        for (const n of plan.prompts.filter((n) => !p.prompts.includes(n))) e.runs[n] = { skipped: decodeOnly ? "--decode-only" : "too slow on this machine (see README)" };
         if (isWisp && p.agent) {
           if (plan.wisp.timing) await load();
           e.agent = await call("wispAgentTask", p.agent.question, p.agent.maxSteps, p.agent.maxTokens);
@@ -268,7 +290,7 @@ async function main() {
       e.load = stats(e.load);
       await call(isWisp ? "wispClose" : "ortRelease").catch(() => {});
     }
-    if (plan.native) {
+    if (plan.native && native) {
       for (const backend of ["cpu", "webgpu"]) {
         log(`${plan.name} native-${backend} …`);
         const n = (r.engines[`native-${backend}`] = runNative(plan, backend, prompts, reference));
@@ -284,6 +306,7 @@ async function main() {
   result.consoleErrors = consoleErrors.slice(0, 50);
   await context.close();
   await server.close();
+  await isolatedServer.close();
   await rm(profile, { recursive: true, force: true });
 
   mkdirSync(join(HERE, "results"), { recursive: true });

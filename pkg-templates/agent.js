@@ -6,7 +6,6 @@
 // fails, is aborted or is left early leaves the conversation as it was before it.
 // In worker mode the core (conversation, parser, model) is a RemoteAgent in the worker whose methods all
 // return promises; this loop awaits every core call, so the same code serves both.
-import * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
 import { checkText, samplingParams } from "./requests.js";
 import { breathe } from "./event-loop.js";
@@ -351,9 +350,9 @@ function splitOptions(model, options) {
 }
 
 /** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens, toolChoice }`. */
-export function createAgentFor(model, coreModel, options = {}, release) {
+export function createAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
-  return new Agent(wrap(() => new core.Agent(coreModel, coreOptions)), rest, release);
+  return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, release);
 }
 
 /** The same over a `WorkerModel`: the conversation lives in its worker, the loop and the tools on the page. */

@@ -193,6 +193,13 @@ export interface GenerateResult {
 
 export type GenerateInput = string | ArrayLike<number> | { messages: ChatMessage[]; tools?: object[] };
 
+/** Where a model runs and why; on the CPU, how many threads its products use. */
+export interface BackendInfo {
+  kind: "webgpu" | "cpu";
+  reason: string;
+  threads?: number;
+}
+
 export class Model {
   private constructor();
   generate(input: GenerateInput, options?: GenerateOptions): Promise<GenerateResult>;
@@ -213,8 +220,19 @@ export class Model {
       chunkLen?: number;
       /** Cache size in tokens (default 512). */
       contextLen?: number;
+      /** Where the model runs (default "auto": WebGPU on a hardware adapter, the CPU otherwise). */
+      backend?: "auto" | "webgpu" | "cpu";
+      /**
+       * The CPU backend's threads (default `navigator.hardwareConcurrency`). Used only in a worker
+       * (worker mode, `WorkerModel`) of a cross-origin isolated page (SharedArrayBuffer); on the page's
+       * main thread, elsewhere, or with 1, the model runs on one thread. The threads start once per
+       * worker, at the size of its first threaded load.
+       */
+      threads?: number;
     },
   ): Promise<Model>;
+  /** Where the model runs, why, and on the CPU how many threads. */
+  readonly backend: BackendInfo;
   readonly manifest?: Manifest;
   readonly config: ModelConfig;
   /** Tokens in the cache: the position of the next token. */
@@ -264,7 +282,7 @@ export class WorkerModel {
   readonly contextLength: number;
   readonly manifest?: Manifest;
   /** Where the model runs in the worker, and why. */
-  readonly backend: { kind: "webgpu" | "cpu"; reason: string };
+  readonly backend: BackendInfo;
   length(): Promise<number>;
   encode(text: string): Promise<Uint32Array>;
   decode(ids: ArrayLike<number>): Promise<string>;

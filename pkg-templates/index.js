@@ -34,7 +34,7 @@ export async function createAgent(options = {}) {
   const owned = !(source instanceof Model);
   const model = owned ? await Model.load(source, load) : source;
   try {
-    return createAgentFor(model, model.coreModel(), rest, owned ? () => model.close() : undefined);
+    return createAgentFor(model, rest, owned ? () => model.close() : undefined);
   } catch (e) {
     if (owned) model.close();
     throw e;
@@ -65,12 +65,85 @@ function rethrow(e) {
   throw new WispError("INTERNAL", `unexpected failure inside Wisp: ${e?.message ?? e}`);
 }
 
-async function call(fn) {
-  await init();
+// Runs a core call, with our error class for what it rejects with.
+async function guard(fn) {
   try {
     return await fn();
   } catch (e) {
     rethrow(e);
+  }
+}
+
+async function call(fn) {
+  await init();
+  return guard(fn);
+}
+
+let threaded = null;
+
+/**
+ * The threaded CPU module (`wisp_core_mt*`: the CPU backend only, its products on `threads` Web Workers
+ * sharing the module's memory), loaded once per worker: its pool keeps the size it started with.
+ */
+function initThreaded(threads) {
+  if (!threaded) {
+    const wasm = new URL("./wisp_core_mt_bg.wasm", import.meta.url);
+    threaded = (async () => {
+      const mt = await import("./wisp_core_mt.js");
+      await mt.default({ module_or_path: wasm });
+      await mt.initThreadPool(threads);
+      return mt;
+    })().catch((e) => {
+      threaded = null;
+      throw new WispError("WASM_LOAD", `could not start the threaded Wisp module from ${wasm}: ${e?.message ?? e}`);
+    });
+  }
+  return threaded;
+}
+
+/**
+ * Threads for a CPU model: `requested`, by default `navigator.hardwareConcurrency`, where threads can run:
+ * in a cross-origin isolated context (they share memory through a SharedArrayBuffer), in a worker (worker
+ * mode). The page's main thread may not block while they work (`Atomics.wait` is refused there): rayon
+ * then spins on a lock the workers need, and a model on the page ran slower on 2 threads than on 1, so
+ * there it runs on one.
+ */
+function cpuThreads(requested) {
+  if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1)) {
+    throw new WispError("INVALID_INPUT", `threads is ${requested}; it must be a whole number >= 1`);
+  }
+  const inWorker = typeof WorkerGlobalScope === "function" && globalThis instanceof WorkerGlobalScope;
+  if (!inWorker || globalThis.crossOriginIsolated !== true || typeof SharedArrayBuffer !== "function") return 1;
+  return requested ?? Math.max(1, navigator.hardwareConcurrency ?? 1);
+}
+
+/**
+ * The module a model loads into: the threaded CPU one when the model will run on the CPU with more than
+ * one thread, the main one (WebGPU, and the CPU on one thread) otherwise. `auto` decides as the core does:
+ * WebGPU on a hardware adapter, the CPU otherwise. Resolves to `{ module, backend, reason }`: the backend
+ * to ask the module for, and for the CPU chosen here, why.
+ */
+async function moduleFor(backend, requestedThreads) {
+  const threads = cpuThreads(requestedThreads);
+  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) return { module: core, backend };
+  let reason = "asked for";
+  if (backend === "auto") {
+    await init();
+    try {
+      const adapter = await core.adapterInfo();
+      if (!adapter.isFallbackAdapter) return { module: core, backend };
+      reason = "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels";
+    } catch (e) {
+      reason = `auto: ${e?.message ?? e}`;
+    }
+  }
+  try {
+    return { module: await initThreaded(threads), backend: "cpu", reason };
+  } catch (e) {
+    // The threads did not start (say, a Content-Security-Policy without blob: workers, or no room for a
+    // shared heap): the model still runs, on one thread, and says why.
+    await init();
+    return { module: core, backend: "cpu", reason: `${reason}; on 1 thread: ${e.message}` };
   }
 }
 
@@ -150,7 +223,8 @@ export async function parseManifest(text) {
 // U+FFFD and load a model with a silently different configuration or template.
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-async function resolveSource(source, fetchOptions) {
+// `module`: the (initialized) core module whose manifest parser to use.
+async function resolveSource(source, fetchOptions, module) {
   const get = (item, sha256) => toBytes(item) ?? fetchBytes(item, { ...fetchOptions, sha256 });
   const text = async (item, sha256, code = "INVALID_MODEL") => {
     const bytes = await get(item, sha256);
@@ -165,7 +239,7 @@ async function resolveSource(source, fetchOptions) {
   }
   if (source && source.bundle) {
     const base = new URL(source.bundle, globalThis.location?.href);
-    const manifest = await parseManifest(await text(base, undefined, "INVALID_MANIFEST"));
+    const manifest = await guard(async () => module.parseManifest(await text(base, undefined, "INVALID_MANIFEST")));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
     return {
@@ -200,32 +274,39 @@ async function resolveSource(source, fetchOptions) {
 export class Model {
   #inner;
   #manifest;
+  #module;
 
-  constructor(inner, manifest) {
+  constructor(inner, manifest, module) {
     this.#inner = inner;
     this.#manifest = manifest;
+    this.#module = module;
   }
 
   /**
    * `source`: a GGUF URL or bytes; `{ bundle: "…/manifest.json" }`; or `{ weights, tokenizer, config,
    * chatTemplate }` (URLs or bytes; `config` a config.json object or text). `options`: `{ onProgress,
-   * signal, cache (default true), chunkLen, contextLen }`. Progress events: `{ phase: "download", file,
-   * loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
+   * signal, cache (default true), chunkLen, contextLen, backend ("auto", "webgpu", "cpu"), threads }`;
+   * `threads`: the CPU backend's threads in a worker of a cross-origin isolated page (default
+   * `navigator.hardwareConcurrency`; 1 keeps the single-threaded module). Progress events: `{ phase:
+   * "download", file, loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
    */
   static async load(source, options = {}) {
-    const { onProgress, signal, cache = true, chunkLen, contextLen, backend } = options;
+    const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads } = options;
     checkText(source?.chatTemplate, "chatTemplate", "INVALID_MODEL");
     checkText(source?.config, "config", "INVALID_MODEL");
-    await init();
-    const spec = await resolveSource(source, { onProgress, signal, cache });
+    const pick = await moduleFor(backend, threads);
+    const { module } = pick;
+    if (module === core) await init();
+    const spec = await resolveSource(source, { onProgress, signal, cache }, module);
     if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
     onProgress?.({ phase: "build" });
-    const inner = await call(() =>
-      core.Model.load(spec.weights, spec.tokenizer, {
+    const inner = await guard(() =>
+      module.Model.load(spec.weights, spec.tokenizer, {
         config: spec.config,
         chatTemplate: spec.chatTemplate,
         chunkLen,
-        backend,
+        backend: pick.backend,
+        reason: pick.reason,
         contextLen: contextLen ?? spec.contextLen,
         stop: spec.stop ?? [],
       }),
@@ -235,7 +316,7 @@ export class Model {
       throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
     }
     onProgress?.({ phase: "ready" });
-    return new Model(inner, spec.manifest);
+    return new Model(inner, spec.manifest, module);
   }
 
   #core() {
@@ -243,9 +324,9 @@ export class Model {
     return this.#inner;
   }
 
-  /** The wasm object behind this model (for the agent). */
-  coreModel() {
-    return this.#core();
+  /** A core (wasm) agent on this model, from the model's own module (for the agent and the OpenAI surface). */
+  coreAgent(options) {
+    return new this.#module.Agent(this.#core(), options);
   }
 
   /** The bundle manifest, when loaded from one. */
@@ -257,7 +338,7 @@ export class Model {
     return this.#core().config;
   }
 
-  /** `{ kind: "webgpu" | "cpu", reason }`: where the model runs, and why. */
+  /** `{ kind: "webgpu" | "cpu", reason, threads }`: where the model runs, why, and (CPU) on how many threads. */
   get backend() {
     return this.#core().backend;
   }
@@ -292,7 +373,7 @@ export class Model {
 
   /** Appends `ids` to the cache; resolves to their logits (`ids.length` rows of the vocabulary size). */
   async forward(ids) {
-    return call(() => this.#core().forward(Uint32Array.from(ids)));
+    return guard(() => this.#core().forward(Uint32Array.from(ids)));
   }
 
   /**
@@ -360,11 +441,11 @@ export class Model {
         responseFormat: options.responseFormat,
         seed: crypto.getRandomValues(new Uint32Array(1))[0],
       };
-      generation = await call(() => this.#core().startGeneration(ids, request));
+      generation = await guard(() => this.#core().startGeneration(ids, request));
       for (;;) {
         await breathe();
         throwIfAborted();
-        const step = await call(() => generation.step());
+        const step = await guard(() => generation.step());
         if (!firstAt) firstAt = performance.now();
         tokens.push(step.token);
         text += step.text;

@@ -4,7 +4,6 @@
 //   new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true })
 // talks to the on-device model. The conversation is replayed into the model's chat template for each
 // request; the model's KV cache keeps the common prefix, so a follow-up only runs the new tokens.
-import * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
 import { checkText } from "./requests.js";
 import { breathe } from "./event-loop.js";
@@ -126,7 +125,7 @@ const FINISH = { stop: "stop", eos_token: "stop", length: "length" };
  */
 async function* complete(model, parsed) {
   const coreAgent = await call(
-    () => new core.Agent(model.coreModel(), { system: parsed.system, toolCallFormat: model.manifest?.tool_call_format }),
+    () => model.coreAgent({ system: parsed.system, toolCallFormat: model.manifest?.tool_call_format }),
   );
   try {
     // "none": the model is not shown the tools at all.

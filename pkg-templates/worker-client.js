@@ -104,7 +104,7 @@ export class WorkerModel {
     return this.#info.manifest;
   }
 
-  /** `{ kind: "webgpu" | "cpu", reason }`: where the model runs in the worker, and why. */
+  /** `{ kind: "webgpu" | "cpu", reason, threads }`: where the model runs in the worker, why, and on how many threads. */
   get backend() {
     return this.#info.backend;
   }

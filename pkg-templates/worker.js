@@ -5,7 +5,6 @@
 //   worker -> page: { id, event, data } while a call runs (progress, delta), then
 //                   { id, ok: true, value } or { id, ok: false, error: { name, code, message } }
 import { Model } from "./index.js";
-import * as core from "./wisp_core.js";
 
 let model = null;
 const controllers = new Map();
@@ -71,7 +70,7 @@ const ops = {
   abort({ target }) {
     controllers.get(target)?.abort(new DOMException("aborted by the page", "AbortError"));
   },
-  agentCreate: ({ options }) => keep(new core.Agent(requireModel().coreModel(), options)),
+  agentCreate: ({ options }) => keep(requireModel().coreAgent(options)),
   agentCall({ handle, method, args }) {
     if (!AGENT_METHODS.has(method)) throw Object.assign(new Error(`unknown agent method '${method}'`), { name: "WispError", code: "INVALID_REQUEST" });
     return held(handle)[method](...args);

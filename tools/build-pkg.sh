@@ -15,9 +15,31 @@ wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sig
   target/wasm32-unknown-unknown/release/wisp.wasm -o target/wasm-opt/wisp.wasm
 rm -rf pkg
 wasm-bindgen --target web --no-typescript --out-dir pkg --out-name wisp_core target/wasm-opt/wisp.wasm
+
+# The threaded CPU module (wisp_core_mt*), for cross-origin isolated pages: the crate without WebGPU
+# (wgpu 0.16 does not build with wasm atomics) and with rayon on Web Workers (`threads`). Atomics need the
+# standard library rebuilt with them, hence the pinned nightly with rust-src (tools/setup.sh installs it)
+# and its own target dir. The link arguments (`cargo rustc`: for our crate only, so that the dependencies'
+# builds stay cached) give the shared, imported memory and the TLS exports wasm-bindgen's thread support
+# needs, up to 4 GiB like the main module. Here wasm-opt must run after wasm-bindgen (the threads
+# transform finds the stack pointer and TLS globals by their names, which wasm-opt strips; on the
+# optimized module wasm-bindgen also fails with "failed to find `0` in function table"). So this module is
+# built without reference types: wasm-bindgen then adds no externref table, the table Debian's binaryen
+# 108 mislabels (it exports the funcref table as `__wbindgen_externrefs`).
+RUSTFLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128,-reference-types" \
+  cargo "+$(cat tools/nightly-toolchain)" rustc --quiet --release --lib --target wasm32-unknown-unknown \
+  --no-default-features --features threads -Z build-std=panic_abort,std --target-dir target/threads -- \
+  -C link-arg=--shared-memory -C link-arg=--import-memory -C link-arg=--max-memory=4294967296 \
+  -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size -C link-arg=--export=__tls_align \
+  -C link-arg=--export=__tls_base
+wasm-bindgen --target web --no-typescript --out-dir pkg --out-name wisp_core_mt \
+  target/threads/wasm32-unknown-unknown/release/wisp.wasm
+wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-multivalue --enable-threads --enable-simd \
+  pkg/wisp_core_mt_bg.wasm -o pkg/wisp_core_mt_bg.wasm
 cp pkg-templates/* pkg/
 # The package's files, for service workers that precache it (www/sw.js): snippet paths change every build.
 node -e 'const fs = require("fs"); const files = fs.readdirSync("pkg", { recursive: true }).filter((f) => fs.statSync(`pkg/${f}`).isFile() && f !== "files.json").sort(); fs.writeFileSync("pkg/files.json", JSON.stringify(files, null, 1) + "\n")'
-raw=$(stat -c %s pkg/wisp_core_bg.wasm)
-gz=$(gzip -9 -c pkg/wisp_core_bg.wasm | wc -c)
-echo "pkg/: wisp_core_bg.wasm ${raw} bytes, ${gz} gzipped"
+for wasm in wisp_core_bg.wasm wisp_core_mt_bg.wasm; do
+  echo "pkg/: ${wasm} $(stat -c %s "pkg/${wasm}") bytes, $(gzip -9 -c "pkg/${wasm}" | wc -c) gzipped"
+done

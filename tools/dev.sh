@@ -21,7 +21,9 @@ case "${1:-}" in
     exec node tools/serve.mjs "${PORT:-8080}"
     ;;
   test)
-    cargo test --quiet
+    # With `threads`: the CPU tests then also run the threaded loops (tests/cpu_threads.rs and the
+    # thread tests of src/backend/cpu need it).
+    cargo test --quiet --features threads
     bash tools/fuzz.sh 10
     bash tools/build-pkg.sh
     node --test --test-concurrency=1 tests/browser/

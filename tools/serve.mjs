@@ -1,6 +1,8 @@
 // A static file server for the demo and the browser tests: the repository root over http on 127.0.0.1
 // (WebGPU and the Cache API need a secure context, which localhost is; file:// is not).
-//   node tools/serve.mjs [port]      serves until interrupted
+//   node tools/serve.mjs [port] [--isolated]      serves until interrupted
+// --isolated sends COOP/COEP, so that pages are cross-origin isolated: they get SharedArrayBuffer, and
+// Wisp's CPU backend (and onnxruntime-web's wasm backend) run on several threads.
 import { createServer } from "node:http";
 import { readFile, stat } from "node:fs/promises";
 import { extname, join, normalize, resolve, sep } from "node:path";
@@ -20,7 +22,14 @@ const TYPES = {
   ".png": "image/png",
 };
 
-async function handle(root, req, res) {
+// Cross-origin isolation: a top-level page of its own browsing context group (COOP) that loads nothing
+// cross-origin without consent (COEP). Everything here is same-origin, so nothing else changes.
+const ISOLATION = {
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-embedder-policy": "require-corp",
+};
+
+async function handle(root, isolated, req, res) {
   const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
   let file = normalize(join(root, path));
   if (file !== root && !file.startsWith(root + sep)) {
@@ -34,6 +43,7 @@ async function handle(root, req, res) {
       "content-type": TYPES[extname(file)] ?? "application/octet-stream",
       "content-length": body.length,
       "cache-control": "no-cache",
+      ...(isolated ? ISOLATION : {}),
     };
     // The demo's service worker controls the whole origin: its model worker runs from /pkg/.
     if (path === "/www/sw.js") headers["service-worker-allowed"] = "/";
@@ -45,13 +55,13 @@ async function handle(root, req, res) {
 }
 
 /**
- * Starts the server for `root` (default: the repository); port 0 picks a free one. Resolves to
- * { url, close }; close also drops open connections.
+ * Starts the server for `root` (default: the repository); port 0 picks a free one; `isolated` sends the
+ * cross-origin isolation headers. Resolves to { url, close }; close also drops open connections.
  */
-export function serve(port = 0, root = ROOT) {
+export function serve(port = 0, root = ROOT, { isolated = false } = {}) {
   const dir = resolve(root);
   const server = createServer((req, res) => {
-    handle(dir, req, res).catch(() => res.writeHead(500).end());
+    handle(dir, isolated, req, res).catch(() => res.writeHead(500).end());
   });
   return new Promise((resolveStart, reject) => {
     server.once("error", reject);
@@ -68,6 +78,10 @@ export function serve(port = 0, root = ROOT) {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { url } = await serve(Number(process.argv[2] ?? 8080));
-  console.log(`Wisp demo: ${url}/www/  (WebGPU if the browser has it, otherwise the CPU backend)`);
+  const args = process.argv.slice(2);
+  const isolated = args.includes("--isolated");
+  const port = args.find((a) => !a.startsWith("--"));
+  const { url } = await serve(Number(port ?? 8080), ROOT, { isolated });
+  console.log(`Wisp demo: ${url}/www/  (WebGPU if the browser has it, otherwise the CPU backend` +
+    `${isolated ? ", cross-origin isolated: on several threads" : ""})`);
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Wisp needs, skipping whatever is already there (a second run takes
 # seconds): Debian packages (Chromium, Mesa's lavapipe Vulkan driver, binaryen), the wasm32 Rust target,
-# wasm-bindgen-cli at the exact version in Cargo.lock, a nightly toolchain and cargo-fuzz (tools/fuzz.sh),
-# and the npm dev dependencies.
+# a pinned nightly for the threaded module, wasm-bindgen-cli at the exact version in Cargo.lock, a nightly
+# toolchain and cargo-fuzz (tools/fuzz.sh), and the npm dev dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,14 +24,24 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+# The threaded CPU module is built with a pinned nightly (wasm atomics need the standard library rebuilt:
+# rust-src), for wasm32. rustup skips what is already installed.
+nightly=$(cat tools/nightly-toolchain)
+if ! rustup component list --toolchain "$nightly" --installed 2>/dev/null | grep -q '^rust-src' ||
+  ! rustup target list --toolchain "$nightly" --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  echo "setup: rustup toolchain install $nightly (rust-src, wasm32-unknown-unknown; about 20 s)"
+  rustup toolchain install "$nightly" --profile minimal --component rust-src --target wasm32-unknown-unknown
+fi
+
 wb_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wb_version" ]; then
   echo "setup: cargo install wasm-bindgen-cli $wb_version (about 2-4 minutes)"
   cargo install --quiet --locked wasm-bindgen-cli --version "=$wb_version"
 fi
 
-# The fuzz targets (tools/fuzz.sh) build with nightly (sanitizers, libFuzzer's instrumentation).
-if ! rustup toolchain list | grep -q '^nightly-'; then
+# The fuzz targets (tools/fuzz.sh) build with nightly (sanitizers, libFuzzer's instrumentation): the
+# floating one (nightly-<host>), which the pinned nightly-<date>-<host> above does not stand in for.
+if ! rustup toolchain list | grep -Eq '^nightly-[a-z]'; then
   echo "setup: rustup toolchain install nightly (minimal profile)"
   rustup toolchain install nightly --profile minimal
 fi

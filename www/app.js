@@ -58,7 +58,8 @@ async function load(source) {
     });
     agent = await createAgent({ model, system: "You are a helpful assistant." });
     for (const [spec, fn] of demoTools) agent.tool(spec, fn);
-    const where = model.backend.kind === "cpu" ? "the CPU" : "WebGPU";
+    const { kind, threads } = model.backend;
+    const where = kind === "cpu" ? `the CPU${threads > 1 ? ` (${threads} threads)` : ""}` : "WebGPU";
     status(`${gpuNote} Ready. The model runs on ${where} in a Web Worker (${model.backend.reason}). Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
   } catch (e) {
     model?.close();

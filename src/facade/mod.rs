@@ -2,14 +2,19 @@
 //! `pkg-templates/index.js` is the public API built on it.
 
 mod agent;
+#[cfg(feature = "webgpu")]
 mod graph;
 mod model;
 
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
-use crate::backend;
 use crate::error::WispError;
+
+// Links wasm-bindgen-rayon, which exports the threaded module's `initThreadPool(n)`: it starts `n` Web
+// Workers sharing this module's memory as rayon's global pool (once per module instance).
+#[cfg(feature = "threads")]
+use wasm_bindgen_rayon as _;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -43,14 +48,16 @@ pub fn parse_manifest(text: &str) -> Result<JsValue, JsValue> {
 }
 
 /// Describes the WebGPU adapter, or rejects with `WEBGPU_UNAVAILABLE` saying why there is none.
+#[cfg(feature = "webgpu")]
 #[wasm_bindgen(js_name = adapterInfo)]
 pub async fn adapter_info() -> Result<JsValue, JsValue> {
-    let info = backend::adapter_info().await.map_err(to_js)?;
+    let info = crate::backend::adapter_info().await.map_err(to_js)?;
     to_js_value(&info)
 }
 
 /// `{ devices, buffers, bytes }`: the GPU devices Wisp holds and their buffers still alive (leak checks).
+#[cfg(feature = "webgpu")]
 #[wasm_bindgen(js_name = gpuResources)]
 pub fn gpu_resources() -> JsValue {
-    backend::gpu_resources()
+    crate::backend::gpu_resources()
 }

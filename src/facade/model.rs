@@ -10,9 +10,10 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::{to_js, to_js_value};
 use crate::error::{Result, WispError};
-use crate::generate::{self, Decoder, GenerateOptions, LogitsProcessor, SamplingParams};
+use crate::generate::{
+    self, BackendKind, Decoder, GenerateOptions, LogitsProcessor, SamplingParams,
+};
 use crate::grammar::{response_constraint, GrammarEnv, ResponseFormat};
-use crate::graph::DecoderShape;
 use crate::model::{ModelConfig, ModelWeights};
 use crate::text::{ChatTemplate, Message, Tokenizer};
 
@@ -26,6 +27,8 @@ struct LoadOptions {
     context_len: Option<usize>,
     /// "auto" (default), "webgpu" or "cpu".
     backend: Option<String>,
+    /// Why the caller chose `backend` (the package's JS says so when it picks the threaded CPU module).
+    reason: Option<String>,
     /// Strings that end the model's turn (a bundle's `stop`).
     #[serde(default)]
     stop: Vec<String>,
@@ -74,6 +77,7 @@ pub struct Model {
     pub(super) inner: Rc<Inner>,
 }
 
+#[cfg(feature = "webgpu")]
 const DEFAULT_CHUNK: usize = 4;
 const DEFAULT_CONTEXT: usize = 512;
 
@@ -132,10 +136,6 @@ impl Model {
         let context_len = options
             .context_len
             .unwrap_or(DEFAULT_CONTEXT.min(config.max_position_embeddings));
-        let shape = DecoderShape {
-            chunk_len: options.chunk_len.unwrap_or(DEFAULT_CHUNK),
-            cache_len: context_len,
-        };
         let mut eos_token_ids: Vec<u32> = source
             .metadata()
             .and_then(|m| m.get_u32("tokenizer.ggml.eos_token_id").ok())
@@ -157,36 +157,15 @@ impl Model {
                 config.vocab_size
             )));
         }
-        let (decoder, reason) = match options.backend.as_deref().unwrap_or("auto") {
-            "webgpu" => (
-                Decoder::new(&config, &mut source, shape).await?,
-                "asked for".to_string(),
-            ),
-            "cpu" => (
-                Decoder::cpu(&config, &source, context_len)?,
-                "asked for".to_string(),
-            ),
-            "auto" => match crate::backend::adapter_info().await {
-                Ok(adapter) if !adapter.is_fallback_adapter => (
-                    Decoder::new(&config, &mut source, shape).await?,
-                    format!("auto: a hardware WebGPU adapter ({})", adapter.description),
-                ),
-                Ok(_) => (
-                    Decoder::cpu(&config, &source, context_len)?,
-                    "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels"
-                        .to_string(),
-                ),
-                Err(e) => (
-                    Decoder::cpu(&config, &source, context_len)?,
-                    format!("auto: {e}"),
-                ),
-            },
-            other => {
-                return Err(WispError::InvalidRequest(format!(
-                    "backend is '{other}'; use \"auto\", \"webgpu\" or \"cpu\""
-                )))
-            }
-        };
+        let (decoder, reason) = open_decoder(
+            &config,
+            &mut source,
+            options.backend.as_deref(),
+            options.chunk_len,
+            context_len,
+            options.reason,
+        )
+        .await?;
         Ok(Model {
             inner: Rc::new(Inner {
                 decoder: RefCell::new(decoder),
@@ -210,13 +189,16 @@ impl Model {
         Ok(decoder.lose_device())
     }
 
-    /// `{ kind: "webgpu" | "cpu", reason }`.
+    /// `{ kind: "webgpu" | "cpu", reason }`, and on the CPU `threads`: how many threads its products use.
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> std::result::Result<JsValue, JsValue> {
         let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
-        to_js_value(
-            &serde_json::json!({ "kind": decoder.kind(), "reason": self.inner.backend_reason }),
-        )
+        let mut info =
+            serde_json::json!({ "kind": decoder.kind(), "reason": self.inner.backend_reason });
+        if decoder.kind() == BackendKind::Cpu {
+            info["threads"] = crate::backend::cpu::threads().into();
+        }
+        to_js_value(&info)
     }
 
     #[wasm_bindgen(getter)]
@@ -482,4 +464,61 @@ pub(super) fn release_drafts(
 
 pub(super) fn busy() -> WispError {
     WispError::Busy("the model is running a forward pass; await it first".into())
+}
+
+/// The decoder on the backend that `backend` names ("auto" when absent), and why it was chosen.
+async fn open_decoder(
+    config: &ModelConfig,
+    source: &mut ModelWeights<'_>,
+    backend: Option<&str>,
+    // Graph chunks are a GPU matter: the CPU backend runs chunks of its own size.
+    #[cfg_attr(not(feature = "webgpu"), allow(unused_variables))] chunk_len: Option<usize>,
+    context_len: usize,
+    reason: Option<String>,
+) -> Result<(Decoder, String)> {
+    let (gpu, why) = match backend.unwrap_or("auto") {
+        "cpu" => (false, reason.unwrap_or_else(|| "asked for".into())),
+        "webgpu" => (true, "asked for".into()),
+        #[cfg(feature = "webgpu")]
+        "auto" => match crate::backend::adapter_info().await {
+            Ok(adapter) if !adapter.is_fallback_adapter => (
+                true,
+                format!("auto: a hardware WebGPU adapter ({})", adapter.description),
+            ),
+            Ok(_) => (
+                false,
+                "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels"
+                    .into(),
+            ),
+            Err(e) => (false, format!("auto: {e}")),
+        },
+        #[cfg(not(feature = "webgpu"))]
+        "auto" => (
+            false,
+            reason.unwrap_or_else(|| "auto: this module has the CPU backend only".into()),
+        ),
+        other => {
+            return Err(WispError::InvalidRequest(format!(
+                "backend is '{other}'; use \"auto\", \"webgpu\" or \"cpu\""
+            )))
+        }
+    };
+    if !gpu {
+        return Ok((Decoder::cpu(config, source, context_len)?, why));
+    }
+    #[cfg(feature = "webgpu")]
+    {
+        let shape = crate::graph::DecoderShape {
+            chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
+            cache_len: context_len,
+        };
+        Ok((Decoder::new(config, source, shape).await?, why))
+    }
+    #[cfg(not(feature = "webgpu"))]
+    {
+        Err(WispError::GpuUnavailable(
+            "this is Wisp's CPU-only (threaded) module; WebGPU models load with the main one"
+                .into(),
+        ))
+    }
 }

@@ -3,10 +3,12 @@
 
 use serde::Serialize;
 
+#[cfg(feature = "webgpu")]
 use super::decoder::GpuDecoder;
 use super::TokenHistory;
 use crate::backend::cpu::CpuDecoder;
 use crate::error::{Result, WispError};
+#[cfg(feature = "webgpu")]
 use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::profile::Profile;
@@ -34,6 +36,7 @@ pub const MAX_CPU_CACHE_BYTES: u64 = 2 << 30;
 
 pub enum Decoder {
     // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
+    #[cfg(feature = "webgpu")]
     Gpu(Box<GpuDecoder>),
     Cpu(Box<CpuDecoder>),
 }
@@ -41,6 +44,7 @@ pub enum Decoder {
 macro_rules! each {
     ($self:expr, $d:ident => $e:expr) => {
         match $self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu($d) => $e,
             Decoder::Cpu($d) => $e,
         }
@@ -49,6 +53,7 @@ macro_rules! each {
 
 impl Decoder {
     /// The wonnx graph on the GPU.
+    #[cfg(feature = "webgpu")]
     pub async fn new(
         config: &ModelConfig,
         weights: &mut dyn WeightProvider,
@@ -95,6 +100,7 @@ impl Decoder {
     #[cfg(target_arch = "wasm32")]
     pub fn lose_device(&self) -> bool {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => {
                 d.lose_device();
                 true
@@ -105,6 +111,7 @@ impl Decoder {
 
     pub fn kind(&self) -> BackendKind {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(_) => BackendKind::Webgpu,
             Decoder::Cpu(_) => BackendKind::Cpu,
         }
@@ -154,6 +161,7 @@ impl Decoder {
     /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => d.forward(tokens).await,
             Decoder::Cpu(d) => d.forward(tokens),
         }
@@ -162,6 +170,7 @@ impl Decoder {
     /// Appends `tokens` to the cache and returns the logits after the last one (a prefill).
     pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => d.forward_last(tokens).await,
             Decoder::Cpu(d) => d.forward_last(tokens),
         }
@@ -174,6 +183,7 @@ impl Decoder {
     /// matches of two tokens or more, shortening while drafts keep failing.
     pub fn draft_policy(&self) -> DraftPolicy {
         match self {
+            #[cfg(feature = "webgpu")]
             Decoder::Gpu(d) => DraftPolicy {
                 max_len: d.chunk_len() - 1,
                 min_ngram: 1,

@@ -1,6 +1,7 @@
 //! Text generation over the decoder graph: positions, the key/value cache, chunked prefill and decode;
 //! choosing each next token, deciding when to stop, and turning tokens into text as they come.
 
+#[cfg(feature = "webgpu")]
 mod decoder;
 mod engine;
 mod generation;
@@ -11,6 +12,7 @@ mod sampler;
 mod stop;
 mod stream;
 
+#[cfg(feature = "webgpu")]
 pub use decoder::{check_limits, GpuDecoder};
 pub use engine::{BackendKind, Decoder, DraftPolicy};
 pub use generation::{GenerateOptions, Generation, Step, Usage};

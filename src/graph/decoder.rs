@@ -13,22 +13,9 @@
 use wonnx::onnx::{ModelProto, TensorProto_DataType};
 
 use super::onnx::{GraphWriter, Value};
+use super::{DecoderShape, WeightProvider};
 use crate::error::{Result, WispError};
 use crate::model::{ModelConfig, RopeStyle};
-
-/// Static sizes of the graph: tokens per call and cached positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DecoderShape {
-    pub chunk_len: usize,
-    pub cache_len: usize,
-}
-
-/// Where the builder gets weights: by Hugging Face tensor name, as f32 in Hugging Face's layout
-/// (`[out, in]` for projections). `dims` is the shape the builder expects; a source must fail, naming the
-/// tensor, when it has another.
-pub trait WeightProvider {
-    fn tensor(&mut self, name: &str, dims: &[usize]) -> Result<Vec<f32>>;
-}
 
 fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut out = vec![0.0; data.len()];

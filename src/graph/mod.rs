@@ -4,8 +4,29 @@
 //! is written here with only ops verified on both lavapipe and Chromium: MatMul, Gather (axis 0),
 //! ReduceMean/ReduceMax/ReduceSum (rank 2), Add, Sub, Mul, Div, Sqrt, Exp, Sigmoid, Concat (axis 0),
 //! Transpose and Reshape. Softmax is built from those (wonnx's own is rejected by Chromium).
+//!
+//! The builder comes with the `webgpu` feature; the weight source trait is shared with the CPU backend.
 
+#[cfg(feature = "webgpu")]
 mod decoder;
+#[cfg(feature = "webgpu")]
 mod onnx;
 
-pub use decoder::{build_decoder, DecoderShape, WeightProvider};
+#[cfg(feature = "webgpu")]
+pub use decoder::build_decoder;
+
+use crate::error::Result;
+
+/// Static sizes of the graph: tokens per call and cached positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderShape {
+    pub chunk_len: usize,
+    pub cache_len: usize,
+}
+
+/// Where the builder gets weights: by Hugging Face tensor name, as f32 in Hugging Face's layout
+/// (`[out, in]` for projections). `dims` is the shape the builder expects; a source must fail, naming the
+/// tensor, when it has another.
+pub trait WeightProvider {
+    fn tensor(&mut self, name: &str, dims: &[usize]) -> Result<Vec<f32>>;
+}

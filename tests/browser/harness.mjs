@@ -17,13 +17,14 @@ export const BASE_FLAGS = [
 
 /**
  * Starts the server and a fresh browser profile. `webgpu: false` leaves out --enable-unsafe-webgpu;
+ * `isolated: true` serves with COOP/COEP, so that pages are cross-origin isolated (SharedArrayBuffer, threads);
  * `extension: dir` loads the unpacked extension in `dir` (Playwright passes --disable-extensions unless told
  * not to; headless Chromium runs extensions since its new headless mode).
  * Returns { url, context, page, consoleMessages, stopServer, close }; stopServer shuts the server down early
  * (for offline tests).
  */
-export async function openBrowser({ webgpu = true, extension } = {}) {
-  const server = await serve(0);
+export async function openBrowser({ webgpu = true, extension, isolated = false } = {}) {
+  const server = await serve(0, undefined, { isolated });
   const profile = await mkdtemp(join(tmpdir(), "wisp-chromium-"));
   const args = webgpu ? [...BASE_FLAGS, "--enable-unsafe-webgpu"] : [...BASE_FLAGS];
   if (extension) args.push(`--disable-extensions-except=${extension}`, `--load-extension=${extension}`);

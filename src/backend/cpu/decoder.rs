@@ -2,6 +2,7 @@
 //! computed with the kernels of this module instead of a wonnx graph.
 
 use super::layer::{self, Heads, Rope};
+use super::parallel;
 use super::weights::{self, CpuWeights, Linear};
 use crate::error::{Result, WispError};
 use crate::generate::{LogitRows, TokenHistory};
@@ -81,13 +82,16 @@ impl CpuDecoder {
 
     fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
-        let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
-        let chunks = tokens.len().div_ceil(CHUNK);
-        for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
-            let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
-            self.run_chunk(chunk, head, &mut logits)?;
-        }
-        Ok(logits)
+        let work = tokens.len().saturating_mul(macs_per_token(&self.config));
+        parallel::on_pool(work, || {
+            let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
+            let chunks = tokens.len().div_ceil(CHUNK);
+            for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
+                let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
+                self.run_chunk(chunk, head, &mut logits)?;
+            }
+            Ok(logits)
+        })
     }
 
     fn run_chunk(
@@ -182,6 +186,24 @@ impl CpuDecoder {
         self.history.extend(chunk);
         Ok(())
     }
+}
+
+/// Multiply-adds of one token's pass through the weights (attention's, which grow with the context, left
+/// out). Saturating: wasm32's usize passes 4 G within a chunk of a 135M-parameter model.
+fn macs_per_token(cfg: &ModelConfig) -> usize {
+    let (d, ff) = (cfg.hidden_size, cfg.intermediate_size);
+    let (qw, kw) = (
+        cfg.num_heads.saturating_mul(cfg.head_dim),
+        cfg.num_kv_heads.saturating_mul(cfg.head_dim),
+    );
+    // Per layer: q, k and v, then o (qw * d), then gate, up and down.
+    let width = qw
+        .saturating_add(kw.saturating_mul(2))
+        .saturating_add(qw)
+        .saturating_add(ff.saturating_mul(3));
+    cfg.num_layers
+        .saturating_mul(d.saturating_mul(width))
+        .saturating_add(cfg.vocab_size.saturating_mul(d))
 }
 
 fn linear(l: &Linear, x: &[f32], out: &mut [f32]) -> Result<()> {

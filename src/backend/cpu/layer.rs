@@ -1,7 +1,7 @@
 //! The per-layer math of the decoder (the same as `graph::decoder`'s), on rows of f32 activations: small
 //! functions that a backend trait can later name one by one.
 
-use super::kernels;
+use super::{kernels, parallel};
 use crate::model::RopeStyle;
 
 /// RMSNorm of each row of `x` (rows as long as `w`) into `out`: `x / sqrt(mean(x^2) + eps) * w`.
@@ -121,7 +121,8 @@ pub(crate) struct Heads {
 
 /// Causal grouped-query attention of the rows of `q` (`[T, heads.q * dim]`, token t at position
 /// `start + t`) over the cached `keys` and `values` (`[start + T, heads.kv * dim]`, the chunk's own
-/// rows included), into `out` (`[T, heads.q * dim]`).
+/// rows included), into `out` (`[T, heads.q * dim]`). The heads of the chunk's tokens run on the CPU
+/// backend's threads (`parallel`), each computed as it would be alone.
 pub(crate) fn attention(
     q: &[f32],
     keys: &[f32],
@@ -134,35 +135,35 @@ pub(crate) fn attention(
     let (qw, kw) = (h * dim, kv * dim);
     let scale = 1.0 / (dim as f32).sqrt();
     let group = h / kv;
-    let mut scores = Vec::new();
-    for (t, (qt, ot)) in q.chunks_exact(qw).zip(out.chunks_exact_mut(qw)).enumerate() {
+    let tokens = q.len() / qw;
+    // Each head of token t reads start + t + 1 keys and as many values.
+    let work = (2 * qw).saturating_mul(tokens.saturating_mul(start) + tokens * (tokens + 1) / 2);
+    parallel::for_each_chunk(out, dim, work, Vec::new, |scores, i, oh| {
+        let (t, head) = (i / h, i % h);
         // Token t sees positions 0..=start + t; the graph's mask gives later ones exp(-1e9) = 0.
         let seen = start + t + 1;
-        for head in 0..h {
-            let g = head / group;
-            let qh = &qt[head * dim..(head + 1) * dim];
-            scores.clear();
-            scores.extend(
-                keys.chunks_exact(kw)
-                    .take(seen)
-                    .map(|k| kernels::dense(qh, [&k[g * dim..(g + 1) * dim]])[0] * scale),
-            );
-            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            // Two loops: the exponentials vectorize, the in-order sum cannot.
-            for s in scores.iter_mut() {
-                *s = exp(*s - max);
-            }
-            let sum: f32 = scores.iter().sum();
-            let oh = &mut ot[head * dim..(head + 1) * dim];
-            oh.fill(0.0);
-            for (&p, v) in scores.iter().zip(values.chunks_exact(kw)) {
-                let p = p / sum;
-                for (o, &x) in oh.iter_mut().zip(&v[g * dim..(g + 1) * dim]) {
-                    *o += p * x;
-                }
+        let g = head / group;
+        let qh = &q[t * qw + head * dim..t * qw + (head + 1) * dim];
+        scores.clear();
+        scores.extend(
+            keys.chunks_exact(kw)
+                .take(seen)
+                .map(|k| kernels::dense(qh, [&k[g * dim..(g + 1) * dim]])[0] * scale),
+        );
+        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        // Two loops: the exponentials vectorize, the in-order sum cannot.
+        for s in scores.iter_mut() {
+            *s = exp(*s - max);
+        }
+        let sum: f32 = scores.iter().sum();
+        oh.fill(0.0);
+        for (&p, v) in scores.iter().zip(values.chunks_exact(kw)) {
+            let p = p / sum;
+            for (o, &x) in oh.iter_mut().zip(&v[g * dim..(g + 1) * dim]) {
+                *o += p * x;
             }
         }
-    }
+    });
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! A weight matrix `[rows, cols]` (Hugging Face's `[out, in]`), kept quantized (in a kernel layout) when
 //! the file's encoding has a kernel, and its products with activation rows.
 
+use std::ops::Range;
+
 use super::activations::{QuantizedRow, QuantizedRows};
 use super::blocks::{self, Layout};
 use super::dot::QK;
-use super::kernels;
+use super::{kernels, parallel};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
 
@@ -104,14 +106,18 @@ impl Matrix {
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
     /// row is read once per pass and used for every token; a quantized block is decoded once for up to
-    /// eight tokens, whose activations are quantized to i16 once per call (`activations`). A token's result is the same whatever other tokens share the pass, so verifying
-    /// draft tokens in one pass gives exactly the logits of one-token steps.
+    /// eight tokens, whose activations are quantized to i16 once per call (`activations`). A token's
+    /// result is the same whatever other tokens share the pass, so verifying draft tokens in one pass
+    /// gives exactly the logits of one-token steps. Bands of weight rows run on the CPU backend's threads
+    /// (`parallel`); a value does not depend on which band or thread computes it.
     pub fn matmul(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
         let cols = self.cols;
+        // Saturating: wasm32's usize passes 4 G for a vocabulary head and a chunk of tokens.
+        let work = self.rows.saturating_mul(x.len());
         match &self.data {
             Data::F32(w) => {
                 let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
-                products(&Dense { w, cols }, self.rows, &xs, out);
+                products(&Dense { w, cols }, self.rows, &xs, work, out);
             }
             Data::Blocks {
                 layout,
@@ -126,7 +132,7 @@ impl Matrix {
                     bytes,
                     row_bytes: *row_bytes,
                 };
-                products(&weights, self.rows, &xs, out);
+                products(&weights, self.rows, &xs, work, out);
             }
         }
         Ok(())
@@ -165,15 +171,28 @@ impl<'a> RowKernel for Quantized<'a> {
     }
 }
 
-/// `out[t * rows + r] = W[r] x[t]`: tokens in groups of 8, 4, 2 and 1, each weight row read once per
-/// group and multiplied with all its tokens.
-fn products<K: RowKernel>(k: &K, rows: usize, xs: &[K::X], out: &mut [f32]) {
+/// `out[t * rows + r] = W[r] x[t]`, in bands of weight rows (`parallel::for_each_band`; `work`:
+/// multiply-adds in all).
+fn products<K>(k: &K, rows: usize, xs: &[K::X], work: usize, out: &mut [f32])
+where
+    K: RowKernel + Sync,
+    K::X: Sync,
+{
+    parallel::for_each_band(out, rows, work, |band, outs| {
+        band_products(k, band, xs, outs)
+    });
+}
+
+/// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band):
+/// tokens in groups of 8, 4, 2 and 1, each weight row read once per group and multiplied with all its
+/// tokens. The groups are the same for every band, so a value does not depend on the band.
+fn band_products<K: RowKernel>(k: &K, band: Range<usize>, xs: &[K::X], outs: &mut [&mut [f32]]) {
     let mut first = 0;
     for group in [8, 4, 2, 1] {
         while xs.len() - first >= group {
             let part = &xs[first..first + group];
-            for r in 0..rows {
-                let mut put = |t: usize, v: f32| out[(first + t) * rows + r] = v;
+            for (i, r) in band.clone().enumerate() {
+                let mut put = |t: usize, v: f32| outs[first + t][i] = v;
                 match group {
                     8 => each(k.dot(r, rows_of::<_, 8>(part)), &mut put),
                     4 => each(k.dot(r, rows_of::<_, 4>(part)), &mut put),

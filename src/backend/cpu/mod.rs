@@ -10,9 +10,11 @@ mod dot;
 mod dot_wasm;
 mod layer;
 mod matrix;
+mod parallel;
 mod weights;
 
 pub use decoder::CpuDecoder;
+pub use parallel::threads;
 
 /// The dot products the matrices call: simd128 on wasm when enabled, portable otherwise.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -22,3 +24,5 @@ use dot_wasm as kernels;
 
 #[cfg(test)]
 mod kernel_tests;
+#[cfg(all(test, feature = "threads"))]
+mod thread_tests;
