@@ -47,6 +47,8 @@ pub struct ChatTemplate {
     renders_tools: bool,
     /// Token texts that user and tool content may not spell out (see [`Self::protect`]).
     protected: Vec<String>,
+    /// Whether the template wants a call's `arguments` as an object (see [`Self::quotes_string_arguments`]).
+    object_arguments: bool,
 }
 
 /// The most minijinja instructions one render may run. A model's template is untrusted input (a GGUF file
@@ -70,8 +72,10 @@ impl ChatTemplate {
             env,
             renders_tools: false,
             protected: Vec::new(),
+            object_arguments: false,
         };
         template.renders_tools = template.shows_probe_tool();
+        template.object_arguments = template.quotes_string_arguments();
         Ok(template)
     }
 
@@ -89,6 +93,23 @@ impl ChatTemplate {
             "parameters": {"type": "object", "properties": {}}}}]);
         self.render(&[Message::new("user", "Hi")], Some(&tools), true)
             .is_ok_and(|text| text.contains(NAME))
+    }
+
+    /// Renders a call whose `arguments` is a string (as OpenAI's messages and our conversations hold them)
+    /// and looks for that string written as a quoted JSON string: templates such as Qwen2.5's and Llama
+    /// 3.1's apply `tojson` to the arguments, expecting the object that Hugging Face passes, and would
+    /// show the model its own calls as `"arguments": "{\"city\": ..."`. Such a template gets the object.
+    fn quotes_string_arguments(&self) -> bool {
+        let call = Message {
+            role: "assistant".into(),
+            content: None,
+            tool_calls: Some(vec![serde_json::json!({"id": "call_0", "type": "function",
+                "function": {"name": "wisp_probe_tool", "arguments": "{\"wisp_probe\": 1}"}})]),
+            tool_call_id: None,
+            name: None,
+        };
+        self.render(&[Message::new("user", "Hi"), call], None, false)
+            .is_ok_and(|text| text.contains(r#"\"wisp_probe\""#))
     }
 
     /// Makes the content of user and tool messages unable to spell the tokenizer's added tokens: a tool
@@ -138,12 +159,17 @@ impl ChatTemplate {
         }
         let messages: Vec<Message> = messages
             .iter()
-            .map(|m| match (&m.content, m.role.as_str()) {
-                (Some(content), "user" | "tool") if !self.protected.is_empty() => Message {
-                    content: Some(self.defuse(content)),
-                    ..m.clone()
-                },
-                _ => m.clone(),
+            .map(|m| {
+                let mut m = m.clone();
+                if let (Some(content), "user" | "tool") = (&m.content, m.role.as_str()) {
+                    if !self.protected.is_empty() {
+                        m.content = Some(self.defuse(content));
+                    }
+                }
+                if let (Some(calls), true) = (&mut m.tool_calls, self.object_arguments) {
+                    calls.iter_mut().for_each(arguments_as_object);
+                }
+                m
             })
             .collect();
         let template = self
@@ -162,6 +188,20 @@ impl ChatTemplate {
                 )),
                 _ => WispError::InvalidInput(format!("rendering the chat template failed: {e:#}")),
             })
+    }
+}
+
+/// A call's `function.arguments` string that holds a JSON object becomes that object (anything else stays
+/// as it is, for the template to show as given).
+fn arguments_as_object(call: &mut serde_json::Value) {
+    let Some(arguments) = call.pointer_mut("/function/arguments") else {
+        return;
+    };
+    if let Some(object @ serde_json::Value::Object(_)) = arguments
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+    {
+        *arguments = object;
     }
 }
 
@@ -264,6 +304,39 @@ mod tests {
                 .render(&messages, Some(&tools), true)
                 .unwrap_or_else(|e| panic!("{path}: {e}"));
             assert!(text.contains("question 499"), "{path}");
+        }
+    }
+
+    /// A call recorded with its arguments as a JSON string (as OpenAI's messages hold them) shows the
+    /// model an arguments object in the templates that apply `tojson` to it, and the string itself in
+    /// the bundled template, which copies it; a string that is not an object stays a string.
+    #[test]
+    fn string_arguments_become_objects_where_the_template_wants_them() {
+        let call = |arguments: &str| {
+            let mut m = Message::new("assistant", "");
+            m.content = None;
+            m.tool_calls = Some(vec![serde_json::json!({"id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": arguments}})]);
+            vec![Message::new("user", "Weather in Paris?"), m]
+        };
+        let root = env!("CARGO_MANIFEST_DIR");
+        for (path, objects) in [
+            ("models/wisp-mini/chat_template.jinja", false),
+            ("tests/fixtures/templates/qwen2.5.jinja", true),
+            ("tests/fixtures/templates/llama3.1.jinja", true),
+        ] {
+            let source = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+            let t = ChatTemplate::new(&source).unwrap();
+            assert_eq!(t.object_arguments, objects, "{path}");
+            let text = t
+                .render(&call(r#"{"city": "Paris"}"#), None, false)
+                .unwrap();
+            assert!(text.contains(r#""city": "Paris""#), "{path}: {text}");
+            assert!(!text.contains(r#"\"city\""#), "{path}: {text}");
+            if objects {
+                let text = t.render(&call("not json"), None, false).unwrap();
+                assert!(text.contains(r#""not json""#), "{path}: {text}");
+            }
         }
     }
 }
