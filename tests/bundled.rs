@@ -2,6 +2,10 @@
 //! (tools/train/golden.py): our chat template rendering, tokenizer, logits and greedy continuation, on
 //! the CPU backend for every case and on wonnx (lavapipe) for the first.
 
+#[path = "support/argmax.rs"]
+mod argmax;
+use argmax::argmax;
+
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -24,12 +28,6 @@ struct Case {
 #[derive(Deserialize)]
 struct Golden {
     cases: Vec<Case>,
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    v.iter()
-        .enumerate()
-        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
 }
 
 #[test]
@@ -91,10 +89,10 @@ fn check(gpu: bool) {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
         assert!(diff <= 1e-4, "{}: max abs logit diff {diff}", case.name);
-        let mut next = argmax(last);
+        let mut next = argmax(last) as u32;
         let mut greedy = vec![next];
         while greedy.len() < case.greedy_ids.len() {
-            next = argmax(&pollster::block_on(decoder.forward(&[next])).unwrap()[0]);
+            next = argmax(&pollster::block_on(decoder.forward(&[next])).unwrap()[0]) as u32;
             greedy.push(next);
         }
         assert_eq!(

@@ -3,6 +3,10 @@
 //! SmolLM2-135M Q4_1 reference with timings:
 //!     bash tools/fetch-smollm2.sh && cargo test --release --test cpu_decoder -- --ignored --nocapture
 
+#[path = "support/argmax.rs"]
+mod argmax;
+use argmax::argmax;
+
 #[path = "support/bandwidth.rs"]
 mod bandwidth;
 
@@ -44,12 +48,6 @@ fn load(family: &str, context_len: usize) -> (CpuDecoder, Reference) {
     )
     .unwrap();
     (decoder, reference)
-}
-
-fn argmax(v: &[f32]) -> usize {
-    v.iter()
-        .enumerate()
-        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best })
 }
 
 fn assert_close(got: &[Vec<f32>], case: &Case, from: usize, what: &str) {

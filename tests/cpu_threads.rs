@@ -6,6 +6,10 @@
 //!     cargo test --features threads --test cpu_threads
 #![cfg(feature = "threads")]
 
+#[path = "support/argmax.rs"]
+mod argmax;
+use argmax::argmax;
+
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -20,12 +24,6 @@ struct Case {
 #[derive(Deserialize)]
 struct Golden {
     cases: Vec<Case>,
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    v.iter()
-        .enumerate()
-        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
 }
 
 /// The prompt's logits (every position) and then one row per greedy step, as bits, and the tokens.
@@ -46,11 +44,11 @@ fn run(threads: usize, prompt: &[u32], steps: usize) -> (Vec<Vec<u32>>, Vec<u32>
         let mut rows: Vec<Vec<u32>> = Vec::new();
         let logits = decoder.forward(prompt).unwrap();
         rows.extend(logits.iter().map(|r| bits(r)));
-        let mut tokens = vec![argmax(logits.last().unwrap())];
+        let mut tokens = vec![argmax(logits.last().unwrap()) as u32];
         while tokens.len() < steps {
             let row = decoder.forward_last(&tokens[tokens.len() - 1..]).unwrap();
             rows.push(bits(&row));
-            tokens.push(argmax(&row));
+            tokens.push(argmax(&row) as u32);
         }
         (rows, tokens)
     })

@@ -1,6 +1,10 @@
 //! The decoder graph on a real GPU adapter (lavapipe in CI) against onnxruntime's logits for tiny
 //! random-weight models of each family (tools/make_decoder_fixtures.py).
 
+#[path = "support/argmax.rs"]
+mod argmax;
+use argmax::argmax;
+
 use std::path::PathBuf;
 
 use safetensors::{Dtype, SafeTensors};
@@ -63,12 +67,6 @@ fn load(family: &str, shape: DecoderShape) -> (Decoder, Reference) {
     )
     .unwrap();
     (decoder, reference)
-}
-
-fn argmax(v: &[f32]) -> usize {
-    v.iter()
-        .enumerate()
-        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best })
 }
 
 fn assert_close(got: &[Vec<f32>], case: &Case, from: usize, what: &str) {

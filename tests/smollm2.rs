@@ -4,6 +4,10 @@
 //! download:
 //!     bash tools/fetch-smollm2.sh && cargo test --release --test smollm2 -- --ignored --nocapture
 
+#[path = "support/argmax.rs"]
+mod argmax;
+use argmax::argmax;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -38,12 +42,6 @@ struct Msg {
 #[derive(Deserialize)]
 struct Reference {
     cases: Vec<Case>,
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    v.iter()
-        .enumerate()
-        .fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
 }
 
 #[test]
@@ -98,11 +96,11 @@ fn smollm2_gguf_matches_the_reference() {
         }
 
         let started = Instant::now();
-        let mut next = argmax(last);
+        let mut next = argmax(last) as u32;
         let mut greedy = vec![next];
         while greedy.len() < case.greedy_ids.len() {
             let logits = pollster::block_on(decoder.forward(&[next])).unwrap();
-            next = argmax(&logits[0]);
+            next = argmax(&logits[0]) as u32;
             greedy.push(next);
         }
         let decode = started.elapsed();

@@ -8,28 +8,8 @@ use super::activations::{QuantizedRow, QuantizedRows};
 use super::blocks::convert;
 use super::dot::QK;
 use super::kernels;
+use super::test_rng::Rng;
 use crate::weights::quant::{dequantize, GgmlType};
-
-/// xorshift64: deterministic, dependency-free test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn byte(&mut self) -> u8 {
-        (self.next() >> 24) as u8
-    }
-
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
 
 /// f16 scales worth covering: zero, negative, subnormal, the largest finite, and ordinary ones.
 const EDGE_SCALES: [f32; 6] = [0.0, -0.03, 6.0e-8, 65504.0, 1.0, 0.002];
@@ -181,16 +161,14 @@ fn q4_k_matches_dequantized() {
 fn dense_matches_f64_with_a_tail_and_alone_equals_grouped() {
     let mut rng = Rng(7);
     for n in [1, 7, 8, 16, 33, 576] {
-        let a: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
-        let b: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+        let a = rng.values(n);
+        let b = rng.values(n);
         let got = kernels::dense(&a, [&b])[0];
         assert!(
             (f64::from(got) - dot64(&a, &b)).abs() <= 1e-5 * n as f64,
             "n = {n}"
         );
-        let others: Vec<Vec<f32>> = (0..3)
-            .map(|_| (0..n).map(|_| rng.unit()).collect())
-            .collect();
+        let others: Vec<Vec<f32>> = (0..3).map(|_| rng.values(n)).collect();
         let together = kernels::dense(&a, [&others[0], &others[1], &b, &others[2]]);
         assert_eq!(together[2].to_bits(), got.to_bits(), "n = {n}");
         for (k, other) in others.iter().enumerate() {

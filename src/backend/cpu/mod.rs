@@ -24,5 +24,7 @@ use dot_wasm as kernels;
 
 #[cfg(test)]
 mod kernel_tests;
+#[cfg(test)]
+mod test_rng;
 #[cfg(all(test, feature = "threads"))]
 mod thread_tests;

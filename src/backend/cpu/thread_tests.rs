@@ -9,28 +9,8 @@ use super::dot::QK;
 use super::layer::{self, Heads};
 use super::matrix::Matrix;
 use super::parallel;
+use super::test_rng::Rng;
 use crate::weights::gguf::GgufFile;
-
-/// xorshift64: deterministic test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn values(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.unit()).collect()
-    }
-}
 
 /// A one-tensor GGUF file: `rows` x `cols` of ggml type `ty` (its code, block length and bytes), random
 /// blocks whose f16 scale fields (the first `scales` of each block) hold small finite values.
