@@ -87,12 +87,14 @@ const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,
 // Wisp engines: backend and speculation. The main rows decode one token per pass (draftTokens 0), as the
 // peers do; wisp-cpu-lookup asks for prompt-lookup drafts (draftTokens 7; same tokens), on the decode prompt
 // only. `threads: 2` rows run in a cross-origin isolated page, in worker mode (the only place the CPU
-// backend runs threads: the threaded module), next to ort-wasm on 2 threads.
+// backend runs threads: the threaded module), next to ort-wasm on 2 threads. wisp-cpu-worker (not run by
+// default) is wisp-cpu in worker mode: the same module and thread count, off the page's main thread.
 const WISP = {
   "wisp-cpu": { backend: "cpu", draftTokens: 0, threads: 1 },
   "wisp-webgpu": { backend: "webgpu", draftTokens: 0 },
   "wisp-cpu-lookup": { backend: "cpu", draftTokens: 7, threads: 1, plan: { loadReps: 1, agent: false, firstPromptOnly: true } },
   "wisp-cpu-2t": { backend: "cpu", draftTokens: 0, threads: 2, worker: true },
+  "wisp-cpu-worker": { backend: "cpu", draftTokens: 0, threads: 1, worker: true },
 };
 // onnxruntime-web engines: execution provider, and wasm threads (more than 1 needs an isolated page).
 const ORT = {
