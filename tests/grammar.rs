@@ -200,6 +200,18 @@ impl Outcome {
     }
 }
 
+/// A generation of `ids` on the model's decoder that ends at the model's end tokens.
+fn start(model: &mut Model, ids: &[u32], options: GenerateOptions) -> Generation {
+    pollster::block_on(Generation::start(
+        &mut model.decoder,
+        ids,
+        &model.eos,
+        options,
+        1,
+    ))
+    .unwrap()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run(
     model: &mut Model,
@@ -219,14 +231,7 @@ fn run(
         stop: Vec::new(),
         draft_len: None,
     };
-    let mut generation = pollster::block_on(Generation::start(
-        &mut model.decoder,
-        &ids,
-        &model.eos,
-        options,
-        1,
-    ))
-    .unwrap();
+    let mut generation = start(model, &ids, options);
     if let Some(choice) = choice {
         let constraint =
             tool_constraint(&model.env, &c.tools, format, choice, None, jump_forward).unwrap();
@@ -759,14 +764,7 @@ fn answer(
     let constraint = response_constraint(&model.env, format, true)
         .unwrap()
         .unwrap();
-    let mut generation = pollster::block_on(Generation::start(
-        &mut model.decoder,
-        &ids,
-        &model.eos,
-        options,
-        1,
-    ))
-    .unwrap();
+    let mut generation = start(model, &ids, options);
     generation.add_processor(Box::new(constraint));
     let mut text = String::new();
     loop {
@@ -871,14 +869,7 @@ fn answers_or_calls_with_tools() {
                 true,
             )
             .unwrap();
-            let mut generation = pollster::block_on(Generation::start(
-                &mut model.decoder,
-                &ids,
-                &model.eos,
-                options,
-                1,
-            ))
-            .unwrap();
+            let mut generation = start(&mut model, &ids, options);
             generation.add_processor(Box::new(constraint));
             let mut turn = Turn::new(generation, &c);
             let mut o = Outcome::default();

@@ -31,14 +31,12 @@ pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
         }
     }
     let main = w.len() / 8 * 8;
-    std::array::from_fn(|t| {
-        let tail: f32 = w[main..]
-            .iter()
-            .zip(&xs[t][main..])
-            .map(|(a, b)| a * b)
-            .sum();
-        acc[t].iter().sum::<f32>() + tail
-    })
+    std::array::from_fn(|t| acc[t].iter().sum::<f32>() + tail_dot(w, xs[t], main))
+}
+
+/// `w[from..] . x[from..]`, in order: the elements a dense kernel's vector loop leaves over.
+pub(crate) fn tail_dot(w: &[f32], x: &[f32], from: usize) -> f32 {
+    w[from..].iter().zip(&x[from..]).map(|(a, b)| a * b).sum()
 }
 
 /// Per-row accumulators of the quantized kernels: four f32 lanes of scaled block products (the lanes of

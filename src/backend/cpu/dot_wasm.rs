@@ -9,7 +9,7 @@ use core::arch::wasm32::*;
 
 use super::activations::QuantizedRow;
 use super::blocks::{f32_at, BYTES_BYTES, NIBBLES_BYTES};
-use super::dot::QK;
+use super::dot::{tail_dot, QK};
 
 /// Element types a v128 is loaded from: plain numbers (no padding, every bit pattern valid).
 trait Lane: Copy {
@@ -134,13 +134,8 @@ pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
         }
     }
     std::array::from_fn(|t| {
-        let tail: f32 = w[main..]
-            .iter()
-            .zip(&xs[t][main..])
-            .map(|(a, b)| a * b)
-            .sum();
         let a = acc[t];
-        hsum_f32(f32x4_add(f32x4_add(a[0], a[1]), f32x4_add(a[2], a[3]))) + tail
+        hsum_f32(f32x4_add(f32x4_add(a[0], a[1]), f32x4_add(a[2], a[3]))) + tail_dot(w, xs[t], main)
     })
 }
 
