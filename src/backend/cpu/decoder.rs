@@ -2,6 +2,7 @@
 //! computed with the kernels of this module instead of a wonnx graph.
 
 use super::layer::{self, Heads, Rope};
+use super::matrix::Pass;
 use super::parallel;
 use super::weights::{self, CpuWeights, Linear};
 use crate::error::{Result, WispError};
@@ -83,12 +84,18 @@ impl CpuDecoder {
     fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
         let work = tokens.len().saturating_mul(macs_per_token(&self.config));
+        // Only `forward`'s rows must equal one-token passes (draft verification); a prompt's may not.
+        let pass = if last_only {
+            Pass::Prefill
+        } else {
+            Pass::Stepwise
+        };
         parallel::on_pool(work, || {
             let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
             let chunks = tokens.len().div_ceil(CHUNK);
             for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
                 let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
-                self.run_chunk(chunk, head, &mut logits)?;
+                self.run_chunk(chunk, head, pass, &mut logits)?;
             }
             Ok(logits)
         })
@@ -98,6 +105,7 @@ impl CpuDecoder {
         &mut self,
         chunk: &[u32],
         rows: LogitRows,
+        pass: Pass,
         logits: &mut Vec<Vec<f32>>,
     ) -> Result<()> {
         let cfg = &self.config;
@@ -125,9 +133,9 @@ impl CpuDecoder {
         for ((layer, keys), values) in w.layers.iter().zip(&mut self.keys).zip(&mut self.values) {
             layer::rms_norm(&x, &layer.attn_norm, eps, &mut a);
             t = p.lap("norm", t);
-            linear(&layer.q, &a, &mut q)?;
-            linear(&layer.k, &a, &mut k)?;
-            linear(&layer.v, &a, &mut v)?;
+            linear(&layer.q, &a, &mut q, pass)?;
+            linear(&layer.k, &a, &mut k, pass)?;
+            linear(&layer.v, &a, &mut v, pass)?;
             t = p.lap("matmul", t);
             if let Some((q_norm, k_norm)) = &layer.qk_norm {
                 layer::head_norm(&mut q, q_norm, eps);
@@ -148,18 +156,18 @@ impl CpuDecoder {
             t = p.lap("rope_cache", t);
             layer::attention(&q, keys, values, start, heads, &mut att);
             t = p.lap("attention", t);
-            layer.o.matmul(&att, &mut o)?;
+            layer.o.matmul(&att, &mut o, pass)?;
             t = p.lap("matmul", t);
             layer::add(&mut x, &o);
 
             layer::rms_norm(&x, &layer.ffn_norm, eps, &mut a);
             t = p.lap("norm", t);
-            layer.gate.matmul(&a, &mut gate)?;
-            layer.up.matmul(&a, &mut up)?;
+            layer.gate.matmul(&a, &mut gate, pass)?;
+            layer.up.matmul(&a, &mut up, pass)?;
             t = p.lap("matmul", t);
             layer::swiglu(&mut gate, &up);
             t = p.lap("swiglu", t);
-            layer.down.matmul(&gate, &mut o)?;
+            layer.down.matmul(&gate, &mut o, pass)?;
             t = p.lap("matmul", t);
             layer::add(&mut x, &o);
         }
@@ -169,14 +177,14 @@ impl CpuDecoder {
             LogitRows::All => {
                 layer::rms_norm(&x, &w.norm, eps, &mut a);
                 let mut out = vec![0.0; n * vocab];
-                head.matmul(&a, &mut out)?;
+                head.matmul(&a, &mut out, pass)?;
                 logits.extend(out.chunks_exact(vocab).map(<[f32]>::to_vec));
             }
             LogitRows::Last => {
                 let normed = &mut a[..d];
                 layer::rms_norm(last, &w.norm, eps, normed);
                 let mut out = vec![0.0; vocab];
-                head.matmul(normed, &mut out)?;
+                head.matmul(normed, &mut out, pass)?;
                 logits.push(out);
             }
             LogitRows::None => {}
@@ -206,8 +214,8 @@ fn macs_per_token(cfg: &ModelConfig) -> usize {
         .saturating_add(cfg.vocab_size.saturating_mul(d))
 }
 
-fn linear(l: &Linear, x: &[f32], out: &mut [f32]) -> Result<()> {
-    l.w.matmul(x, out)?;
+fn linear(l: &Linear, x: &[f32], out: &mut [f32], pass: Pass) -> Result<()> {
+    l.w.matmul(x, out, pass)?;
     if let Some(b) = &l.bias {
         layer::add_rows(out, b);
     }

@@ -4,7 +4,8 @@
 //! Quantized weight rows are blocks in a kernel layout (`blocks`) and activations are i16 blocks
 //! (`activations`): a block's integer weights times the activation codes is an exact integer sum,
 //! scaled once by the block's weight and activation scales; the block's offset `m` adds `m` times the
-//! activations' block sum. The dense product is plain f32.
+//! activations' block sum. Products with f32 weight rows (and with quantized rows dequantized once for a
+//! prefill chunk) are plain f32 tiles.
 
 #![cfg_attr(
     all(target_arch = "wasm32", target_feature = "simd128"),
@@ -13,25 +14,102 @@
 )]
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{f32_at, Layout, BYTES_BYTES, NIBBLES_BYTES};
+use super::layer::exp;
 
 /// Elements per block of every quantized layout (and per sub-block of Q4_K).
 pub(crate) const QK: usize = 32;
 
-/// One f32 weight row times `N` activation rows: eight lanes per row, each weight chunk loaded once for
-/// all rows, and each row's operations the same whatever `N` is.
-pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
-    let mut acc = [[0.0f32; 8]; N];
-    for (i, wc) in w.chunks_exact(8).enumerate() {
-        for (a, x) in acc.iter_mut().zip(xs) {
-            let xc = &x[8 * i..8 * i + 8];
-            for l in 0..8 {
-                a[l] += wc[l] * xc[l];
+/// `R` f32 weight rows times `T` activation rows, each product `ws[r] . xs[t]` in four lanes (element
+/// `k` into lane `k % 4`, the lanes summed pairwise at the end): the same operations in the same order
+/// for every `(r, t)` whatever `R` and `T` are, so a product does not depend on the tile it was
+/// computed in. Rows of equal length.
+pub(crate) fn tile<const R: usize, const T: usize>(
+    ws: [&[f32]; R],
+    xs: [&[f32]; T],
+) -> [[f32; T]; R] {
+    let mut acc = [[[0.0f32; 4]; T]; R];
+    let main = ws.first().map_or(0, |w| w.len() / 4 * 4);
+    for k in (0..main).step_by(4) {
+        for (a, w) in acc.iter_mut().zip(ws) {
+            let wc = &w[k..k + 4];
+            for (at, x) in a.iter_mut().zip(xs) {
+                let xc = &x[k..k + 4];
+                for l in 0..4 {
+                    at[l] += wc[l] * xc[l];
+                }
             }
         }
     }
-    let main = w.len() / 8 * 8;
-    std::array::from_fn(|t| acc[t].iter().sum::<f32>() + tail_dot(w, xs[t], main))
+    std::array::from_fn(|r| {
+        std::array::from_fn(|t| {
+            let l = acc[r][t];
+            (l[0] + l[1]) + (l[2] + l[3]) + tail_dot(ws[r], xs[t], main)
+        })
+    })
+}
+
+/// `outs[t][d] += ps[t][s] * rows(s)[d]` for each `s` in order (attention's weighted sum of values):
+/// row `s` is `base[s * stride..][..width]`, `ps` are equally long, and each output value is its own
+/// chain of multiply-adds, so it does not depend on the other outputs computed with it. `V`: vectors of
+/// four values per chain group in the wasm kernel (there, the values of a row walked together).
+pub(crate) fn weighted_sum<const N: usize, const V: usize>(
+    ps: [&[f32]; N],
+    base: &[f32],
+    stride: usize,
+    outs: [&mut [f32]; N],
+) {
+    for (p, out) in ps.into_iter().zip(outs) {
+        for (s, &ps) in p.iter().enumerate() {
+            let row = &base[s * stride..s * stride + out.len()];
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o += ps * v;
+            }
+        }
+    }
+}
+
+/// `x` as softmax weights in place: `e^(x - max) / sum`, with `layer::exp`. The maximum and the sum
+/// run in four lanes (element `k` in lane `k % 4`, the lanes combined pairwise, the elements past the
+/// last whole four added after), so that the simd128 kernel computes the same values with vectors; a
+/// NaN is passed over by the maximum, as by `f32::max`.
+pub(crate) fn softmax(x: &mut [f32]) {
+    let main = x.len() / 4 * 4;
+    let mut lanes = [f32::NEG_INFINITY; 4];
+    for c in x[..main].chunks_exact(4) {
+        for (m, &v) in lanes.iter_mut().zip(c) {
+            *m = if *m < v { v } else { *m };
+        }
+    }
+    let mut max = lanes[0].max(lanes[1]).max(lanes[2].max(lanes[3]));
+    for &v in &x[main..] {
+        max = max.max(v);
+    }
+    let mut sums = [0.0f32; 4];
+    for c in x[..main].chunks_exact_mut(4) {
+        for (s, v) in sums.iter_mut().zip(c) {
+            *v = exp(*v - max);
+            *s += *v;
+        }
+    }
+    let mut sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    for v in &mut x[main..] {
+        *v = exp(*v - max);
+        sum += *v;
+    }
+    for v in x.iter_mut() {
+        *v /= sum;
+    }
+}
+
+/// A weight row in a kernel layout as f32, block by block (`Layout::dequantize`).
+pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
+    for (b, o) in w
+        .chunks_exact(layout.block_bytes())
+        .zip(out.chunks_exact_mut(QK))
+    {
+        layout.dequantize(b, o);
+    }
 }
 
 /// `w[from..] . x[from..]`, in order: the elements a dense kernel's vector loop leaves over.

@@ -3,12 +3,12 @@
 //! multiply-adds per instruction, exact), then scaled once per block into f32x4 accumulators.
 //!
 //! Compiled only for `wasm32` with `target_feature = "simd128"`, where these intrinsics are safe
-//! functions; the load is the one `unsafe` operation, in `load`.
+//! functions; the loads and stores are the `unsafe` operations, each with its proof.
 
 use core::arch::wasm32::*;
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{f32_at, Layout, BYTES_BYTES, NIBBLES_BYTES};
 use super::dot::{tail_dot, QK};
 
 /// Element types a v128 is loaded from: plain numbers (no padding, every bit pattern valid).
@@ -36,13 +36,6 @@ fn load<T: Lane>(b: &[T], at: usize) -> v128 {
     // bytes (the `Lane` types have no padding). `v128_load` reads unaligned (wasm's v128.load has no
     // alignment requirement), and any 16 bytes are a valid v128.
     unsafe { v128_load(chunk.as_ptr().cast::<v128>()) }
-}
-
-fn hsum_f32(v: v128) -> f32 {
-    f32x4_extract_lane::<0>(v)
-        + f32x4_extract_lane::<1>(v)
-        + f32x4_extract_lane::<2>(v)
-        + f32x4_extract_lane::<3>(v)
 }
 
 /// Per-row accumulators: the four f32 lanes of scaled block products and the offset terms, as in
@@ -119,24 +112,190 @@ fn blocks<const N: usize>(
     acc.map(Acc::total)
 }
 
-/// One f32 weight row times `N` activation rows: four f32x4 accumulators per row, each weight vector
-/// loaded once for all rows, and each row's operations the same whatever `N` is.
-pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
-    let mut acc = [[f32x4_splat(0.0); 4]; N];
-    let main = w.len() / 16 * 16;
-    for i in (0..main).step_by(16) {
-        let wv = [load(w, i), load(w, i + 4), load(w, i + 8), load(w, i + 12)];
-        for (a, x) in acc.iter_mut().zip(xs) {
-            let xc = &x[i..i + 16];
-            for (k, ak) in a.iter_mut().enumerate() {
-                *ak = f32x4_add(*ak, f32x4_mul(wv[k], load(xc, 4 * k)));
+/// `R` f32 weight rows times `T` activation rows as `dot::tile`, lane for lane: one f32x4 accumulator
+/// per `(r, t)`.
+pub(crate) fn tile<const R: usize, const T: usize>(
+    ws: [&[f32]; R],
+    xs: [&[f32]; T],
+) -> [[f32; T]; R] {
+    let mut acc = [[f32x4_splat(0.0); T]; R];
+    let len = ws.first().map_or(0, |w| w.len());
+    let main = len / 4 * 4;
+    // Every row is `len` long (checked here once, so that the loop's loads need no bounds checks).
+    assert!(ws.iter().all(|w| w.len() == len) && xs.iter().all(|x| x.len() == len));
+    let wp: [*const f32; R] = std::array::from_fn(|r| ws[r].as_ptr());
+    let xp: [*const f32; T] = std::array::from_fn(|t| xs[t].as_ptr());
+    for k in (0..main).step_by(4) {
+        // SAFETY: `k + 4 <= main <= len` and every row holds `len` initialized f32 (asserted above), so
+        // each load reads 16 bytes inside its row; v128.load has no alignment requirement.
+        let wv: [v128; R] = std::array::from_fn(|r| unsafe { v128_load(wp[r].add(k).cast()) });
+        let xv: [v128; T] = std::array::from_fn(|t| unsafe { v128_load(xp[t].add(k).cast()) });
+        for (a, w) in acc.iter_mut().zip(wv) {
+            for (at, x) in a.iter_mut().zip(xv) {
+                *at = f32x4_add(*at, f32x4_mul(w, x));
             }
         }
     }
-    std::array::from_fn(|t| {
-        let a = acc[t];
-        hsum_f32(f32x4_add(f32x4_add(a[0], a[1]), f32x4_add(a[2], a[3]))) + tail_dot(w, xs[t], main)
+    std::array::from_fn(|r| {
+        std::array::from_fn(|t| {
+            let l = acc[r][t];
+            (f32x4_extract_lane::<0>(l) + f32x4_extract_lane::<1>(l))
+                + (f32x4_extract_lane::<2>(l) + f32x4_extract_lane::<3>(l))
+                + tail_dot(ws[r], xs[t], main)
+        })
     })
+}
+
+/// `outs[t][d] += ps[t][s] * rows(s)[d]` as `dot::weighted_sum`, value for value: `4 V` values of the
+/// `N` outputs at a time (`N V` f32x4 accumulators), every row read once for all `N`.
+pub(crate) fn weighted_sum<const N: usize, const V: usize>(
+    ps: [&[f32]; N],
+    base: &[f32],
+    stride: usize,
+    outs: [&mut [f32]; N],
+) {
+    let len = ps.first().map_or(0, |p| p.len());
+    let width = outs.first().map_or(0, |o| o.len());
+    // Every weight list is `len` long, every output `width`, and `base` holds `len` rows of `stride`
+    // with `width` values each (checked once, so that the loop's loads need no bounds checks).
+    assert!(ps.iter().all(|p| p.len() == len) && outs.iter().all(|o| o.len() == width));
+    assert!(len == 0 || (len - 1) * stride + width <= base.len());
+    let step = 4 * V;
+    let main = width / step * step;
+    let mut outs = outs;
+    let pp: [*const f32; N] = ps.map(<[f32]>::as_ptr);
+    for d in (0..main).step_by(step) {
+        let mut acc: [[v128; V]; N] =
+            std::array::from_fn(|t| std::array::from_fn(|j| load(&*outs[t], d + 4 * j)));
+        for s in 0..len {
+            // SAFETY: `s < len` and `d + 4 V <= width`, so the row's `4 V` values at `d` lie inside
+            // `base` (asserted above); v128.load has no alignment requirement.
+            let v: [v128; V] = std::array::from_fn(|j| unsafe {
+                v128_load(base.as_ptr().add(s * stride + d + 4 * j).cast())
+            });
+            for (a, p) in acc.iter_mut().zip(pp) {
+                // SAFETY: `s < len`, the length of every weight list (asserted above).
+                let w = f32x4_splat(unsafe { *p.add(s) });
+                for (aj, vj) in a.iter_mut().zip(v) {
+                    *aj = f32x4_add(*aj, f32x4_mul(w, vj));
+                }
+            }
+        }
+        for (a, out) in acc.iter().zip(outs.iter_mut()) {
+            for (j, &aj) in a.iter().enumerate() {
+                store(&mut out[d + 4 * j..d + 4 * j + 4], aj);
+            }
+        }
+    }
+    if main < width {
+        let rest = &base[main.min(base.len())..];
+        let tails: [&mut [f32]; N] = outs.map(|o| &mut o[main..]);
+        super::dot::weighted_sum::<N, 1>(ps, rest, stride, tails);
+    }
+}
+
+/// `x` as softmax weights in place, as `dot::softmax`, value for value: the maximum and the sum in
+/// f32x4 lanes, and `layer::exp` four values at a time with the same operations.
+pub(crate) fn softmax(x: &mut [f32]) {
+    let main = x.len() / 4 * 4;
+    let mut lanes = f32x4_splat(f32::NEG_INFINITY);
+    for k in (0..main).step_by(4) {
+        lanes = f32x4_pmax(lanes, load(x, k));
+    }
+    let lane = |v: v128| {
+        [
+            f32x4_extract_lane::<0>(v),
+            f32x4_extract_lane::<1>(v),
+            f32x4_extract_lane::<2>(v),
+            f32x4_extract_lane::<3>(v),
+        ]
+    };
+    let m = lane(lanes);
+    let mut max = m[0].max(m[1]).max(m[2].max(m[3]));
+    for &v in &x[main..] {
+        max = max.max(v);
+    }
+    let mut sums = f32x4_splat(0.0);
+    let max4 = f32x4_splat(max);
+    for k in (0..main).step_by(4) {
+        let e = exp4(f32x4_sub(load(x, k), max4));
+        store(&mut x[k..k + 4], e);
+        sums = f32x4_add(sums, e);
+    }
+    let s = lane(sums);
+    let mut sum = (s[0] + s[1]) + (s[2] + s[3]);
+    for v in &mut x[main..] {
+        *v = super::layer::exp(*v - max);
+        sum += *v;
+    }
+    let sum4 = f32x4_splat(sum);
+    for k in (0..main).step_by(4) {
+        let v = f32x4_div(load(x, k), sum4);
+        store(&mut x[k..k + 4], v);
+    }
+    for v in &mut x[main..] {
+        *v /= sum;
+    }
+}
+
+/// `layer::exp` of four values, its operations lane for lane (`f32x4.max`/`min` keep a NaN as
+/// `clamp` does; `i32x4.trunc_sat` converts as `as i32` does).
+fn exp4(x: v128) -> v128 {
+    let c = f32x4_splat;
+    let x = f32x4_min(f32x4_max(x, c(-87.0)), c(88.0));
+    let n = f32x4_floor(f32x4_add(f32x4_mul(x, c(std::f32::consts::LOG2_E)), c(0.5)));
+    let r = f32x4_sub(
+        f32x4_sub(x, f32x4_mul(n, c(0.693_359_4))),
+        f32x4_mul(n, c(-2.121_944_4e-4)),
+    );
+    let mut p = c(1.0 / 720.0);
+    for k in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 1.0 / 2.0, 1.0, 1.0] {
+        p = f32x4_add(c(k), f32x4_mul(r, p));
+    }
+    let bits = i32x4_shl(i32x4_add(i32x4_trunc_sat_f32x4(n), i32x4_splat(127)), 23);
+    f32x4_mul(bits, p)
+}
+
+/// A weight row in a kernel layout as f32, as `dot::dequantize_row` (`n d + m` per weight, the same
+/// roundings).
+pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
+    let mask = u8x16_splat(0x0F);
+    for (b, o) in w
+        .chunks_exact(layout.block_bytes())
+        .zip(out.chunks_exact_mut(QK))
+    {
+        let d = f32x4_splat(f32_at(b, 0));
+        // Eight i16x8 halves in element order, widened to i32x4 quarters below.
+        let n = match layout {
+            Layout::Nibbles => {
+                let qs = load(b, 8);
+                join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4)))
+            }
+            Layout::Bytes => join(widen_i8(load(b, 4)), widen_i8(load(b, 20))),
+        };
+        let m = match layout {
+            Layout::Nibbles => Some(f32x4_splat(f32_at(b, 4))),
+            Layout::Bytes => None,
+        };
+        for (i, half) in n.into_iter().enumerate() {
+            for (j, quarter) in [i32x4_extend_low_i16x8(half), i32x4_extend_high_i16x8(half)]
+                .into_iter()
+                .enumerate()
+            {
+                let scaled = f32x4_mul(f32x4_convert_i32x4(quarter), d);
+                let v = m.map_or(scaled, |m| f32x4_add(scaled, m));
+                store(&mut o[8 * i + 4 * j..8 * i + 4 * j + 4], v);
+            }
+        }
+    }
+}
+
+/// Stores `v` into the four f32 of `out`.
+fn store(out: &mut [f32], v: v128) {
+    let out: &mut [f32; 4] = out.try_into().expect("four lanes");
+    // SAFETY: `out` is exactly 16 bytes of f32, writable through the exclusive borrow; v128.store has no
+    // alignment requirement and every bit pattern is a valid f32.
+    unsafe { v128_store(out.as_mut_ptr().cast::<v128>(), v) }
 }
 
 pub(crate) fn nibbles<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {

@@ -157,23 +157,131 @@ fn q4_k_matches_dequantized() {
     check(GgmlType::Q4_K, kernels::nibbles::<1>, kernels::nibbles::<4>);
 }
 
+/// `N` of the four rows `v`, from row `k` on, wrapping around.
+fn pick<const N: usize>(v: &[Vec<f32>], k: usize) -> [&[f32]; N] {
+    std::array::from_fn(|i| v[(i + k) % 4].as_slice())
+}
+
 #[test]
-fn dense_matches_f64_with_a_tail_and_alone_equals_grouped() {
+fn tiles_match_f64_with_a_tail_and_do_not_depend_on_the_tile() {
     let mut rng = Rng(7);
     for n in [1, 7, 8, 16, 33, 576] {
-        let a = rng.values(n);
-        let b = rng.values(n);
-        let got = kernels::dense(&a, [&b])[0];
-        assert!(
-            (f64::from(got) - dot64(&a, &b)).abs() <= 1e-5 * n as f64,
-            "n = {n}"
+        let ws: Vec<Vec<f32>> = (0..4).map(|_| rng.values(n)).collect();
+        let xs: Vec<Vec<f32>> = (0..4).map(|_| rng.values(n)).collect();
+        let alone = |r: usize, t: usize| kernels::tile::<1, 1>([&ws[r]], [&xs[t]])[0][0];
+        for (r, w) in ws.iter().enumerate() {
+            for (t, x) in xs.iter().enumerate() {
+                let got = f64::from(alone(r, t));
+                assert!((got - dot64(w, x)).abs() <= 1e-5 * n as f64, "n = {n}");
+            }
+        }
+        let two_by_four: [[f32; 4]; 2] = kernels::tile(pick(&ws, 1), pick(&xs, 3));
+        let four_by_one: [[f32; 1]; 4] = kernels::tile(pick(&ws, 2), pick(&xs, 1));
+        let two_by_three: [[f32; 3]; 2] = kernels::tile(pick(&ws, 0), pick(&xs, 2));
+        for r in 0..4 {
+            for t in 0..4 {
+                let want = alone(r, t).to_bits();
+                if (1..3).contains(&r) {
+                    assert_eq!(two_by_four[r - 1][(t + 1) % 4].to_bits(), want, "n = {n}");
+                }
+                if t == 1 {
+                    assert_eq!(four_by_one[(r + 2) % 4][0].to_bits(), want, "n = {n}");
+                }
+                if r < 2 && t >= 2 {
+                    assert_eq!(two_by_three[r][t - 2].to_bits(), want, "n = {n}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_dequantize_as_their_blocks_do() {
+    let mut rng = Rng(11);
+    for ty in [
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q4_K,
+    ] {
+        let blocks = 256 / ty.block_layout().0;
+        let ggml = random_row(&mut rng, ty, blocks);
+        let (layout, row) = convert(ty, &ggml).unwrap();
+        let mut want = vec![0.0; 256];
+        for (b, o) in row
+            .chunks_exact(layout.block_bytes())
+            .zip(want.chunks_exact_mut(QK))
+        {
+            layout.dequantize(b, o);
+        }
+        let mut got = vec![f32::NAN; 256];
+        kernels::dequantize_row(layout, &row, &mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{ty:?}");
+    }
+}
+
+#[test]
+fn weighted_sums_match_f64_and_do_not_depend_on_their_neighbours_or_zero_weights() {
+    let mut rng = Rng(13);
+    let (len, stride) = (37, 200);
+    let base = rng.values(len * stride);
+    for width in [4, 7, 64, 80] {
+        let ps: Vec<Vec<f32>> = (0..3).map(|_| rng.values(len)).collect();
+        let alone = |p: &[f32]| {
+            let mut out = vec![0.0; width];
+            kernels::weighted_sum::<1, 4>([p], &base, stride, [&mut out]);
+            out
+        };
+        for p in &ps {
+            let got = alone(p);
+            for (d, &g) in got.iter().enumerate() {
+                let want: f64 = (0..len)
+                    .map(|s| f64::from(p[s]) * f64::from(base[s * stride + d]))
+                    .sum();
+                assert!(
+                    (f64::from(g) - want).abs() <= 1e-5 * len as f64,
+                    "width {width}"
+                );
+            }
+        }
+        let (mut a, mut b, mut c) = (vec![0.0; width], vec![0.0; width], vec![0.0; width]);
+        kernels::weighted_sum::<3, 2>(
+            [&ps[0], &ps[1], &ps[2]],
+            &base,
+            stride,
+            [&mut a, &mut b, &mut c],
         );
-        let others: Vec<Vec<f32>> = (0..3).map(|_| rng.values(n)).collect();
-        let together = kernels::dense(&a, [&others[0], &others[1], &b, &others[2]]);
-        assert_eq!(together[2].to_bits(), got.to_bits(), "n = {n}");
-        for (k, other) in others.iter().enumerate() {
-            let alone = kernels::dense(&a, [other])[0];
-            assert_eq!(together[[0, 1, 3][k]].to_bits(), alone.to_bits(), "n = {n}");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (got, p) in [a, b, c].iter().zip(&ps) {
+            assert_eq!(bits(got), bits(&alone(p)), "width {width}");
+        }
+        // Attention pads a token's weights with zeros up to the longest token's keys.
+        let mut padded = ps[0][..30].to_vec();
+        padded.resize(len, 0.0);
+        let mut short = vec![0.0; width];
+        kernels::weighted_sum::<1, 4>([&ps[0][..30]], &base, stride, [&mut short]);
+        assert_eq!(bits(&alone(&padded)), bits(&short), "width {width}");
+    }
+}
+
+#[test]
+fn softmax_matches_f64() {
+    let mut rng = Rng(17);
+    for n in [1, 3, 4, 7, 64, 701] {
+        let x: Vec<f32> = rng.values(n).iter().map(|v| v * 20.0).collect();
+        let mut got = x.clone();
+        kernels::softmax(&mut got);
+        let max = x
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+        let sum: f64 = x.iter().map(|&v| (f64::from(v) - max).exp()).sum();
+        for (&g, &v) in got.iter().zip(&x) {
+            let want = (f64::from(v) - max).exp() / sum;
+            assert!(
+                (f64::from(g) - want).abs() <= 1e-6 * want + 1e-12,
+                "n = {n}: {g} vs {want}"
+            );
         }
     }
 }

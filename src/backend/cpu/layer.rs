@@ -42,7 +42,8 @@ pub(crate) fn add(x: &mut [f32], y: &[f32]) {
 /// `e^x` within a few ulp (x clamped to [-87, 88], where f32's normal range ends), branch-free so that
 /// loops over it vectorize: on wasm `f32::exp` is a libm call per value. `x = n ln2 + r` with
 /// `|r| <= ln2 / 2` (ln2 in two parts, Cody and Waite, so `r` is exact), `e^r` by its Taylor series to
-/// `r^6` (remainder below 1.3e-7 of it), and `2^n` built from its exponent bits.
+/// `r^6` (remainder below 1.3e-7 of it), and `2^n` built from its exponent bits. The simd128 softmax
+/// repeats these operations four values at a time.
 pub(crate) fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -121,8 +122,10 @@ pub(crate) struct Heads {
 
 /// Causal grouped-query attention of the rows of `q` (`[T, heads.q * dim]`, token t at position
 /// `start + t`) over the cached `keys` and `values` (`[start + T, heads.kv * dim]`, the chunk's own
-/// rows included), into `out` (`[T, heads.q * dim]`). The heads of the chunk's tokens run on the CPU
-/// backend's threads (`parallel`), each computed as it would be alone.
+/// rows included), into `out` (`[T, heads.q * dim]`). A head runs for up to four consecutive tokens at
+/// once (their scores as f32 tiles against four keys at a time, their weighted sums reading each value
+/// row once), on the CPU backend's threads (`parallel`); every value is computed as it would be for its
+/// token alone, so draft verification gives the logits of one-token steps.
 pub(crate) fn attention(
     q: &[f32],
     keys: &[f32],
@@ -131,39 +134,128 @@ pub(crate) fn attention(
     heads: Heads,
     out: &mut [f32],
 ) {
-    let Heads { q: h, kv, dim } = heads;
-    let (qw, kw) = (h * dim, kv * dim);
-    let scale = 1.0 / (dim as f32).sqrt();
-    let group = h / kv;
+    let Heads { q: h, dim, .. } = heads;
+    let qw = h * dim;
     let tokens = q.len() / qw;
+    let groups = tokens.div_ceil(QUERY_TILE);
     // Each head of token t reads start + t + 1 keys and as many values.
     let work = (2 * qw).saturating_mul(tokens.saturating_mul(start) + tokens * (tokens + 1) / 2);
-    parallel::for_each_chunk(out, dim, work, Vec::new, |scores, i, oh| {
-        let (t, head) = (i / h, i % h);
-        // Token t sees positions 0..=start + t; the graph's mask gives later ones exp(-1e9) = 0.
-        let seen = start + t + 1;
-        let g = head / group;
-        let qh = &q[t * qw + head * dim..t * qw + (head + 1) * dim];
-        scores.clear();
-        scores.extend(
-            keys.chunks_exact(kw)
-                .take(seen)
-                .map(|k| kernels::dense(qh, [&k[g * dim..(g + 1) * dim]])[0] * scale),
-        );
-        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        // Two loops: the exponentials vectorize, the in-order sum cannot.
-        for s in scores.iter_mut() {
-            *s = exp(*s - max);
+    // [head][token][dim], tokens padded to whole tiles: a task's outputs are one contiguous piece.
+    let mut by_head = vec![0.0; h * groups * QUERY_TILE * dim];
+    let at = Attention {
+        q,
+        keys,
+        values,
+        start,
+        heads,
+    };
+    parallel::for_each_chunk(
+        &mut by_head,
+        QUERY_TILE * dim,
+        work,
+        Vec::new,
+        |scores, i, oh| {
+            let (head, t0) = (i / groups, i % groups * QUERY_TILE);
+            match tokens - t0 {
+                1 => at.head::<1>(head, t0, scores, oh),
+                2 => at.head::<2>(head, t0, scores, oh),
+                3 => at.head::<3>(head, t0, scores, oh),
+                _ => at.head::<QUERY_TILE>(head, t0, scores, oh),
+            }
+        },
+    );
+    for (t, row) in out.chunks_exact_mut(qw).enumerate() {
+        for (head, o) in row.chunks_exact_mut(dim).enumerate() {
+            let from = ((head * groups * QUERY_TILE) + t) * dim;
+            o.copy_from_slice(&by_head[from..from + dim]);
         }
-        let sum: f32 = scores.iter().sum();
-        oh.fill(0.0);
-        for (&p, v) in scores.iter().zip(values.chunks_exact(kw)) {
-            let p = p / sum;
-            for (o, &x) in oh.iter_mut().zip(&v[g * dim..(g + 1) * dim]) {
-                *o += p * x;
+    }
+}
+
+/// Tokens whose attention for one head is computed together.
+const QUERY_TILE: usize = 4;
+
+/// One chunk's attention inputs (see [`attention`]).
+struct Attention<'a> {
+    q: &'a [f32],
+    keys: &'a [f32],
+    values: &'a [f32],
+    start: usize,
+    heads: Heads,
+}
+
+impl Attention<'_> {
+    /// `scores[t * longest + s]`: token `t`'s query `qs[t]` times key `s` of kv head `g`, times `scale`,
+    /// for every `s` below `longest`, `K` keys per tile.
+    fn scores<const K: usize, const N: usize>(
+        &self,
+        qs: [&[f32]; N],
+        longest: usize,
+        g: usize,
+        scale: f32,
+        scores: &mut [f32],
+    ) {
+        let Heads { kv, dim, .. } = self.heads;
+        let kw = kv * dim;
+        let key = |s: usize| &self.keys[s * kw + g * dim..s * kw + (g + 1) * dim];
+        let whole = longest / K * K;
+        for s in (0..whole).step_by(K) {
+            let tile = kernels::tile::<K, N>(std::array::from_fn(|i| key(s + i)), qs);
+            for (i, row) in tile.iter().enumerate() {
+                for (t, &v) in row.iter().enumerate() {
+                    scores[t * longest + s + i] = v * scale;
+                }
             }
         }
-    });
+        for s in whole..longest {
+            let [row] = kernels::tile::<1, N>([key(s)], qs);
+            for (t, &v) in row.iter().enumerate() {
+                scores[t * longest + s] = v * scale;
+            }
+        }
+    }
+
+    /// Head `head` for the `N` tokens from `t0`, into `oh` (`N` rows of `dim`, then padding); `scores`
+    /// is scratch space.
+    fn head<const N: usize>(&self, head: usize, t0: usize, scores: &mut Vec<f32>, oh: &mut [f32]) {
+        let Heads { q: h, kv, dim } = self.heads;
+        let (qw, kw) = (h * dim, kv * dim);
+        let g = head / (h / kv);
+        let scale = 1.0 / (dim as f32).sqrt();
+        let qs: [&[f32]; N] = std::array::from_fn(|t| {
+            let row = (t0 + t) * qw + head * dim;
+            &self.q[row..row + dim]
+        });
+        // Token t sees positions 0..=start + t; the graph's mask gives later ones exp(-1e9) = 0. The
+        // last token sees the most; the others' extra weights are 0, whose products add nothing.
+        let seen: [usize; N] = std::array::from_fn(|t| self.start + t0 + t + 1);
+        let longest = seen[N - 1];
+        scores.clear();
+        scores.resize(N * longest, 0.0);
+        // Keys per tile: with four tokens, two (eight accumulators, which fit wasm engines' registers).
+        match N {
+            1 | 2 => self.scores::<4, N>(qs, longest, g, scale, scores),
+            _ => self.scores::<2, N>(qs, longest, g, scale, scores),
+        }
+        for (t, p) in scores.chunks_exact_mut(longest).enumerate() {
+            let (visible, hidden) = p.split_at_mut(seen[t]);
+            kernels::softmax(visible);
+            hidden.fill(0.0);
+        }
+        let ps: [&[f32]; N] = std::array::from_fn(|t| &scores[t * longest..(t + 1) * longest]);
+        let mut rows = oh.chunks_exact_mut(dim);
+        let outs: [&mut [f32]; N] = std::array::from_fn(|_| {
+            let o = rows.next().expect("a row per token");
+            o.fill(0.0);
+            o
+        });
+        let values = &self.values[g * dim..];
+        match N {
+            // Up to eight accumulators (with the row's vectors, what wasm engines keep in registers).
+            1 | 2 => kernels::weighted_sum::<N, 4>(ps, values, kw, outs),
+            _ => kernels::weighted_sum::<N, 2>(ps, values, kw, outs),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use half::f16;
 use super::blocks::{BYTES_BYTES, NIBBLES_BYTES};
 use super::dot::QK;
 use super::layer::{self, Heads};
-use super::matrix::Matrix;
+use super::matrix::{Matrix, Pass};
 use super::parallel;
 use super::test_rng::Rng;
 use crate::weights::gguf::GgufFile;
@@ -58,14 +58,18 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-/// `matrix` times `tokens` random rows, in pools of 1 to 3 threads: the same bits every time.
+/// `matrix` times `tokens` random rows, stepwise and as a prefill, in pools of 1 to 3 threads: the
+/// same bits every time.
 fn check_matmul(what: &str, matrix: &Matrix, rows: usize, cols: usize, rng: &mut Rng) {
-    for tokens in [1, 5, 32] {
+    for (tokens, pass) in [1, 5, 32]
+        .into_iter()
+        .flat_map(|t| [(t, Pass::Stepwise), (t, Pass::Prefill)])
+    {
         let x = rng.values(tokens * cols);
         let run = |threads| {
             in_pool(threads, || {
                 let mut out = vec![f32::NAN; tokens * rows];
-                matrix.matmul(&x, &mut out).unwrap();
+                matrix.matmul(&x, &mut out, pass).unwrap();
                 out
             })
         };
@@ -78,7 +82,7 @@ fn check_matmul(what: &str, matrix: &Matrix, rows: usize, cols: usize, rng: &mut
             assert_eq!(
                 bits(&run(threads)),
                 bits(&one),
-                "{what}, {tokens} tokens, {threads} threads"
+                "{what}, {tokens} tokens ({pass:?}), {threads} threads"
             );
         }
     }
