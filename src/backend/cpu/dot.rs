@@ -4,8 +4,8 @@
 //! Quantized weight rows are blocks in a kernel layout (`blocks`) and activations are i16 blocks
 //! (`activations`): a block's integer weights times the activation codes is an exact integer sum,
 //! scaled once by the block's weight and activation scales; the block's offset `m` adds `m` times the
-//! activations' block sum. Products with f32 weight rows (and with quantized rows dequantized once for a
-//! prefill chunk) are plain f32 tiles.
+//! activations' block sum. Products with f32 weight rows are plain f32: one row at a time when decoding,
+//! in tiles of rows and tokens for a prompt's chunk (quantized rows are then dequantized to f32 first).
 
 #![cfg_attr(
     all(target_arch = "wasm32", target_feature = "simd128"),
@@ -19,6 +19,22 @@ use super::layer::exp;
 
 /// Elements per block of every quantized layout (and per sub-block of Q4_K).
 pub(crate) const QK: usize = 32;
+
+/// One f32 weight row times `N` activation rows: eight lanes per row, each weight chunk loaded once for
+/// all rows, and each row's operations the same whatever `N` is.
+pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[0.0f32; 8]; N];
+    for (i, wc) in w.chunks_exact(8).enumerate() {
+        for (a, x) in acc.iter_mut().zip(xs) {
+            let xc = &x[8 * i..8 * i + 8];
+            for l in 0..8 {
+                a[l] += wc[l] * xc[l];
+            }
+        }
+    }
+    let main = w.len() / 8 * 8;
+    std::array::from_fn(|t| acc[t].iter().sum::<f32>() + tail_dot(w, xs[t], main))
+}
 
 /// `R` f32 weight rows times `T` activation rows, each product `ws[r] . xs[t]` in four lanes (element
 /// `k` into lane `k % 4`, the lanes summed pairwise at the end): the same operations in the same order

@@ -38,6 +38,13 @@ fn load<T: Lane>(b: &[T], at: usize) -> v128 {
     unsafe { v128_load(chunk.as_ptr().cast::<v128>()) }
 }
 
+fn hsum_f32(v: v128) -> f32 {
+    f32x4_extract_lane::<0>(v)
+        + f32x4_extract_lane::<1>(v)
+        + f32x4_extract_lane::<2>(v)
+        + f32x4_extract_lane::<3>(v)
+}
+
 /// Per-row accumulators: the four f32 lanes of scaled block products and the offset terms, as in
 /// `dot::Acc`, whose operations these repeat lane for lane (bit-identical results).
 #[derive(Clone, Copy)]
@@ -112,6 +119,26 @@ fn blocks<const N: usize>(
     acc.map(Acc::total)
 }
 
+/// One f32 weight row times `N` activation rows: four f32x4 accumulators per row, each weight vector
+/// loaded once for all rows, and each row's operations the same whatever `N` is.
+pub(crate) fn dense<const N: usize>(w: &[f32], xs: [&[f32]; N]) -> [f32; N] {
+    let mut acc = [[f32x4_splat(0.0); 4]; N];
+    let main = w.len() / 16 * 16;
+    for i in (0..main).step_by(16) {
+        let wv = [load(w, i), load(w, i + 4), load(w, i + 8), load(w, i + 12)];
+        for (a, x) in acc.iter_mut().zip(xs) {
+            let xc = &x[i..i + 16];
+            for (k, ak) in a.iter_mut().enumerate() {
+                *ak = f32x4_add(*ak, f32x4_mul(wv[k], load(xc, 4 * k)));
+            }
+        }
+    }
+    std::array::from_fn(|t| {
+        let a = acc[t];
+        hsum_f32(f32x4_add(f32x4_add(a[0], a[1]), f32x4_add(a[2], a[3]))) + tail_dot(w, xs[t], main)
+    })
+}
+
 /// `R` f32 weight rows times `T` activation rows as `dot::tile`, lane for lane: one f32x4 accumulator
 /// per `(r, t)`.
 pub(crate) fn tile<const R: usize, const T: usize>(
@@ -123,13 +150,14 @@ pub(crate) fn tile<const R: usize, const T: usize>(
     let main = len / 4 * 4;
     // Every row is `len` long (checked here once, so that the loop's loads need no bounds checks).
     assert!(ws.iter().all(|w| w.len() == len) && xs.iter().all(|x| x.len() == len));
-    let wp: [*const f32; R] = std::array::from_fn(|r| ws[r].as_ptr());
-    let xp: [*const f32; T] = std::array::from_fn(|t| xs[t].as_ptr());
-    for k in (0..main).step_by(4) {
-        // SAFETY: `k + 4 <= main <= len` and every row holds `len` initialized f32 (asserted above), so
-        // each load reads 16 bytes inside its row; v128.load has no alignment requirement.
-        let wv: [v128; R] = std::array::from_fn(|r| unsafe { v128_load(wp[r].add(k).cast()) });
-        let xv: [v128; T] = std::array::from_fn(|t| unsafe { v128_load(xp[t].add(k).cast()) });
+    let wp: [*const v128; R] = std::array::from_fn(|r| ws[r].as_ptr().cast());
+    let xp: [*const v128; T] = std::array::from_fn(|t| xs[t].as_ptr().cast());
+    for k in 0..main / 4 {
+        // SAFETY: `4 k + 4 <= main <= len` and every row holds `len` initialized f32 (asserted above), so
+        // each load reads the 16 bytes of elements 4 k..4 k + 4 inside its row; v128.load has no
+        // alignment requirement.
+        let wv: [v128; R] = std::array::from_fn(|r| unsafe { v128_load(wp[r].add(k)) });
+        let xv: [v128; T] = std::array::from_fn(|t| unsafe { v128_load(xp[t].add(k)) });
         for (a, w) in acc.iter_mut().zip(wv) {
             for (at, x) in a.iter_mut().zip(xv) {
                 *at = f32x4_add(*at, f32x4_mul(w, x));

@@ -157,6 +157,27 @@ fn q4_k_matches_dequantized() {
     check(GgmlType::Q4_K, kernels::nibbles::<1>, kernels::nibbles::<4>);
 }
 
+#[test]
+fn dense_matches_f64_with_a_tail_and_alone_equals_grouped() {
+    let mut rng = Rng(7);
+    for n in [1, 7, 8, 16, 33, 576] {
+        let a = rng.values(n);
+        let b = rng.values(n);
+        let got = kernels::dense(&a, [&b])[0];
+        assert!(
+            (f64::from(got) - dot64(&a, &b)).abs() <= 1e-5 * n as f64,
+            "n = {n}"
+        );
+        let others: Vec<Vec<f32>> = (0..3).map(|_| rng.values(n)).collect();
+        let together = kernels::dense(&a, [&others[0], &others[1], &b, &others[2]]);
+        assert_eq!(together[2].to_bits(), got.to_bits(), "n = {n}");
+        for (k, other) in others.iter().enumerate() {
+            let alone = kernels::dense(&a, [other])[0];
+            assert_eq!(together[[0, 1, 3][k]].to_bits(), alone.to_bits(), "n = {n}");
+        }
+    }
+}
+
 /// `N` of the four rows `v`, from row `k` on, wrapping around.
 fn pick<const N: usize>(v: &[Vec<f32>], k: usize) -> [&[f32]; N] {
     std::array::from_fn(|i| v[(i + k) % 4].as_slice())

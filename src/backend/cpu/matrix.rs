@@ -106,26 +106,38 @@ impl Matrix {
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
     /// row is read once per pass and used for every token, and a token's result does not depend on
-    /// which other tokens share the pass. With quantized weights, `pass` picks the arithmetic:
-    /// [`Pass::Stepwise`] decodes a block once for up to eight tokens, whose activations are quantized
-    /// to i16 once per call (`activations`), so that verifying draft tokens in one pass gives exactly
-    /// the logits of one-token steps; [`Pass::Prefill`] (from [`PANEL_MIN_TOKENS`] tokens on)
-    /// dequantizes a few weight rows at a time to f32 and multiplies them with the tokens in f32
-    /// tiles, about twice as fast per multiply-add. Bands of weight rows run on the CPU backend's
-    /// threads (`parallel`); a value does not depend on which band or thread computes it.
+    /// which other tokens share the pass. `pass` picks the arithmetic: [`Pass::Stepwise`] multiplies
+    /// one weight row at a time with up to eight tokens (a quantized block decoded once for them, their
+    /// activations quantized to i16 once per call, `activations`), so that verifying draft tokens in
+    /// one pass gives exactly the logits of one-token steps; [`Pass::Prefill`] (from
+    /// [`PANEL_MIN_TOKENS`] tokens on) takes four weight rows at a time (quantized ones dequantized to
+    /// f32) and multiplies them with the tokens in register-blocked f32 tiles, about twice as fast per
+    /// multiply-add. Bands of weight rows run on the CPU backend's threads (`parallel`); a value does
+    /// not depend on which band or thread computes it.
     pub fn matmul(&self, x: &[f32], out: &mut [f32], pass: Pass) -> Result<()> {
         let cols = self.cols;
         // Saturating: wasm32's usize passes 4 G for a vocabulary head and a chunk of tokens.
         let work = self.rows.saturating_mul(x.len());
         let tokens = x.len() / cols.max(1);
         match &self.data {
-            Data::F32(w) => {
+            Data::F32(w) if pass == Pass::Prefill && tokens >= PANEL_MIN_TOKENS => {
                 let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
                 parallel::for_each_band(out, self.rows, work, |band, outs| {
                     for (i, rows) in chunks_of(band.clone(), PANEL_ROWS) {
-                        let ws: Vec<&[f32]> = rows.map(|r| &w[r * cols..(r + 1) * cols]).collect();
-                        panel_products(&ws, &xs, outs, i);
+                        let n = rows.len();
+                        let ws: [&[f32]; PANEL_ROWS] = std::array::from_fn(|j| {
+                            let r = (rows.start + j).min(rows.end - 1);
+                            &w[r * cols..(r + 1) * cols]
+                        });
+                        panel_products(&ws[..n], &xs, outs, i);
                     }
+                });
+            }
+            Data::F32(w) => {
+                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
+                let dense = Dense { w, cols };
+                parallel::for_each_band(out, self.rows, work, |band, outs| {
+                    band_products(&dense, band, &xs, outs)
                 });
             }
             Data::Blocks {
@@ -143,8 +155,9 @@ impl Matrix {
                             let w = &bytes[r * row_bytes..(r + 1) * row_bytes];
                             kernels::dequantize_row(layout, w, p);
                         }
-                        let ws: Vec<&[f32]> = panel.chunks_exact(cols).take(n).collect();
-                        panel_products(&ws, &xs, outs, i);
+                        let ws: [&[f32]; PANEL_ROWS] =
+                            std::array::from_fn(|j| &panel[j * cols..(j + 1) * cols]);
+                        panel_products(&ws[..n], &xs, outs, i);
                     }
                 });
             }
@@ -179,8 +192,8 @@ pub(crate) enum Pass {
     Prefill,
 }
 
-/// Tokens from which a prefill pass dequantizes its weights to f32: each dequantized row then serves
-/// enough tokens to repay its conversion.
+/// Tokens from which a prefill pass multiplies in tiles: each dequantized row then serves enough tokens
+/// to repay its conversion (and one-token tiles of f32 rows measured slower than the row kernel).
 pub(crate) const PANEL_MIN_TOKENS: usize = 8;
 
 /// Weight rows dequantized (or, for f32 weights, walked) together: each token tile is loaded once for
@@ -241,14 +254,32 @@ fn rows_tile<const R: usize, const T: usize>(
     }
 }
 
+/// Weight rows and the kernel that multiplies one of them with `N` activation rows of type `X`.
+trait RowKernel {
+    type X: Copy;
+    fn dot<const N: usize>(&self, row: usize, xs: [Self::X; N]) -> [f32; N];
+}
+
+struct Dense<'a> {
+    w: &'a [f32],
+    cols: usize,
+}
+
+impl<'a> RowKernel for Dense<'a> {
+    type X = &'a [f32];
+    fn dot<const N: usize>(&self, row: usize, xs: [&'a [f32]; N]) -> [f32; N] {
+        kernels::dense(&self.w[row * self.cols..(row + 1) * self.cols], xs)
+    }
+}
+
 struct Quantized<'a> {
     layout: Layout,
     bytes: &'a [u8],
     row_bytes: usize,
 }
 
-impl<'a> Quantized<'a> {
-    /// Weight row `row` times `N` activation rows.
+impl<'a> RowKernel for Quantized<'a> {
+    type X = QuantizedRow<'a>;
     fn dot<const N: usize>(&self, row: usize, xs: [QuantizedRow<'a>; N]) -> [f32; N] {
         let w = &self.bytes[row * self.row_bytes..(row + 1) * self.row_bytes];
         self.layout.dot(w, xs)
@@ -258,7 +289,7 @@ impl<'a> Quantized<'a> {
 /// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band):
 /// tokens in groups of 8, 4, 2 and 1, each weight row read once per group and multiplied with all its
 /// tokens. The groups are the same for every band, so a value does not depend on the band.
-fn band_products(k: &Quantized, band: Range<usize>, xs: &[QuantizedRow], outs: &mut [&mut [f32]]) {
+fn band_products<K: RowKernel>(k: &K, band: Range<usize>, xs: &[K::X], outs: &mut [&mut [f32]]) {
     let mut first = 0;
     for group in [8, 4, 2, 1] {
         while xs.len() - first >= group {
