@@ -123,7 +123,7 @@ impl CpuDecoder {
         let t = now_ms();
         let mut x = vec![0.0; n * d];
         for (row, &id) in x.chunks_exact_mut(d).zip(chunk) {
-            w.embed.row(id as usize, row)?;
+            w.embed.row(id as usize, row);
         }
         let (mut a, mut o) = (vec![0.0; n * d], vec![0.0; n * d]);
         let (mut q, mut att) = (vec![0.0; n * qw], vec![0.0; n * qw]);

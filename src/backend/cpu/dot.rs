@@ -118,7 +118,8 @@ pub(crate) fn softmax(x: &mut [f32]) {
     }
 }
 
-/// A weight row in a kernel layout as f32, block by block (`Layout::dequantize`).
+/// A weight row in a kernel layout as f32, block by block (`Layout::dequantize`): embedding rows and
+/// prefill panels (`Matrix::row`).
 pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
     for (b, o) in w
         .chunks_exact(layout.block_bytes())

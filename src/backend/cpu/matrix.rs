@@ -83,25 +83,16 @@ impl Matrix {
         }
     }
 
-    /// Row `r` as f32 (an embedding lookup). `r` must be below `rows`.
-    pub fn row(&self, r: usize, out: &mut [f32]) -> Result<()> {
+    /// Row `r` as f32 (an embedding lookup, a prefill's panel row). `r` must be below `rows`.
+    pub fn row(&self, r: usize, out: &mut [f32]) {
         match &self.data {
             Data::F32(v) => out.copy_from_slice(&v[r * self.cols..(r + 1) * self.cols]),
             Data::Blocks {
                 layout,
                 bytes,
                 row_bytes,
-            } => {
-                let row = &bytes[r * row_bytes..(r + 1) * row_bytes];
-                for (b, o) in row
-                    .chunks_exact(layout.block_bytes())
-                    .zip(out.chunks_exact_mut(QK))
-                {
-                    layout.dequantize(b, o);
-                }
-            }
+            } => kernels::dequantize_row(*layout, &bytes[r * row_bytes..(r + 1) * row_bytes], out),
         }
-        Ok(())
     }
 
     /// `out[t] = W x[t]` for the rows `x[t]` of `x` (`[T, cols]`), into `out` (`[T, rows]`). Each weight
@@ -120,46 +111,24 @@ impl Matrix {
         let work = self.rows.saturating_mul(x.len());
         let tokens = x.len() / cols.max(1);
         match &self.data {
-            Data::F32(w) if pass == Pass::Prefill && tokens >= PANEL_MIN_TOKENS => {
+            _ if pass == Pass::Prefill && tokens >= PANEL_MIN_TOKENS => {
                 let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
-                parallel::for_each_band(out, self.rows, work, |band, outs| {
-                    for (i, rows) in chunks_of(band.clone(), PANEL_ROWS) {
-                        let n = rows.len();
-                        let ws: [&[f32]; PANEL_ROWS] = std::array::from_fn(|j| {
-                            let r = (rows.start + j).min(rows.end - 1);
-                            &w[r * cols..(r + 1) * cols]
-                        });
-                        panel_products(&ws[..n], &xs, outs, i);
-                    }
-                });
-            }
-            Data::F32(w) => {
-                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
-                let dense = Dense { w, cols };
-                parallel::for_each_band(out, self.rows, work, |band, outs| {
-                    band_products(&dense, band, &xs, outs)
-                });
-            }
-            Data::Blocks {
-                layout,
-                bytes,
-                row_bytes,
-            } if pass == Pass::Prefill && tokens >= PANEL_MIN_TOKENS => {
-                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
-                let (layout, row_bytes) = (*layout, *row_bytes);
                 parallel::for_each_band(out, self.rows, work, |band, outs| {
                     let mut panel = vec![0.0; PANEL_ROWS * cols];
                     for (i, rows) in chunks_of(band.clone(), PANEL_ROWS) {
                         let n = rows.len();
                         for (r, p) in rows.zip(panel.chunks_exact_mut(cols)) {
-                            let w = &bytes[r * row_bytes..(r + 1) * row_bytes];
-                            kernels::dequantize_row(layout, w, p);
+                            self.row(r, p);
                         }
                         let ws: [&[f32]; PANEL_ROWS] =
                             std::array::from_fn(|j| &panel[j * cols..(j + 1) * cols]);
                         panel_products(&ws[..n], &xs, outs, i);
                     }
                 });
+            }
+            Data::F32(w) => {
+                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
+                products(&Dense { w, cols }, self.rows, &xs, work, out);
             }
             Data::Blocks {
                 layout,
@@ -174,9 +143,7 @@ impl Matrix {
                     bytes,
                     row_bytes: *row_bytes,
                 };
-                parallel::for_each_band(out, self.rows, work, |band, outs| {
-                    band_products(&weights, band, &xs, outs)
-                });
+                products(&weights, self.rows, &xs, work, out);
             }
         }
         Ok(())
@@ -196,8 +163,7 @@ pub(crate) enum Pass {
 /// to repay its conversion (and one-token tiles of f32 rows measured slower than the row kernel).
 pub(crate) const PANEL_MIN_TOKENS: usize = 8;
 
-/// Weight rows dequantized (or, for f32 weights, walked) together: each token tile is loaded once for
-/// all of them.
+/// Weight rows converted to f32 together (`Matrix::row`): each token tile is loaded once for all of them.
 const PANEL_ROWS: usize = 4;
 
 /// `range` in consecutive pieces of at most `size`, each with its offset from `range.start`.
@@ -284,6 +250,18 @@ impl<'a> RowKernel for Quantized<'a> {
         let w = &self.bytes[row * self.row_bytes..(row + 1) * self.row_bytes];
         self.layout.dot(w, xs)
     }
+}
+
+/// `out[t * rows + r] = W[r] x[t]`, in bands of weight rows (`parallel::for_each_band`; `work`:
+/// multiply-adds in all).
+fn products<K>(k: &K, rows: usize, xs: &[K::X], work: usize, out: &mut [f32])
+where
+    K: RowKernel + Sync,
+    K::X: Sync,
+{
+    parallel::for_each_band(out, rows, work, |band, outs| {
+        band_products(k, band, xs, outs)
+    });
 }
 
 /// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band):
