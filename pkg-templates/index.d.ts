@@ -54,8 +54,16 @@ export interface Tensor {
   data: Float32Array;
 }
 
-/** Loads the wasm module; called for you by every other function. */
-export function init(options?: { wasmUrl?: string | URL }): Promise<void>;
+/**
+ * Loads the wasm module; called for you by every other function. `wasmUrl`: where `wisp_core_bg.wasm`
+ * is served, with `wisp_core_relaxed_bg.wasm` next to it. `relaxedSimd: false`: the plain SIMD build even
+ * where the engine has relaxed SIMD (results identical on every CPU; the relaxed build's fused
+ * multiply-adds can differ in the last bits between CPUs, and prompts run about a fifth slower without them).
+ */
+export function init(options?: { wasmUrl?: string | URL; relaxedSimd?: boolean }): Promise<unknown>;
+
+/** Whether this JS engine runs the relaxed-SIMD builds (Chromium does; Node 20, Safari, Firefox do not). */
+export const relaxedSimd: boolean;
 
 /** Rejects with code `WEBGPU_UNAVAILABLE`, saying why, when the page has no WebGPU adapter. */
 export function adapterInfo(): Promise<AdapterInfo>;
@@ -198,6 +206,8 @@ export interface BackendInfo {
   kind: "webgpu" | "cpu";
   reason: string;
   threads?: number;
+  /** CPU: the kernels' SIMD, "relaxed" (fused multiply-adds) or "simd128". */
+  simd?: "relaxed" | "simd128";
 }
 
 export class Model {

@@ -1,6 +1,5 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
-import initCore, * as core from "./wisp_core.js";
 import { WispError } from "./errors.js";
 import { clearModelCache, fetchBytes } from "./fetch.js";
 import { checkText, samplingParams } from "./requests.js";
@@ -41,16 +40,47 @@ export async function createAgent(options = {}) {
   }
 }
 
-let ready = null;
+// A module with one `f32x4.relaxed_madd`: engines that validate it run relaxed SIMD (Chromium and Edge
+// do; Node 20, Safari and Firefox's release builds do not).
+const RELAXED_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
+  ...[0, 1, 2].flatMap(() => [253, 12, ...new Array(16).fill(0)]), 253, 133, 2, 11,
+]);
 
 /**
- * Loads and instantiates the wasm module (once; later calls return the same promise). Bundlers find the
- * `.wasm` through the `new URL(..., import.meta.url)` below; pass `wasmUrl` to serve it from elsewhere.
+ * Whether this engine runs the relaxed-SIMD builds of the modules (`*_relaxed*`): their multiply-adds are
+ * fused where the hardware can, which makes prompts about a fifth faster on the CPU backend.
+ */
+export const relaxedSimd = typeof WebAssembly === "object" && WebAssembly.validate(RELAXED_PROBE);
+
+let core = null;
+let ready = null;
+// Whether this realm's modules are the relaxed builds (`init`'s `relaxedSimd: false` turns them off).
+let useRelaxed = relaxedSimd;
+
+/**
+ * Loads and instantiates the wasm module (once; later calls return the same promise, which resolves to
+ * the module's exports). Where the engine has relaxed SIMD (`relaxedSimd`) that is the relaxed build, unless
+ * `relaxedSimd: false` asks for the plain one (whose results are the same on every machine: a fused
+ * multiply-add rounds once, so the relaxed build's last bits can differ between CPUs); it also decides
+ * the threaded module of this realm. Bundlers find
+ * the `.wasm` files through the `new URL(..., import.meta.url)` below; to serve them from elsewhere pass
+ * `wasmUrl`, the URL of `wisp_core_bg.wasm`, with `wisp_core_relaxed_bg.wasm` next to it.
  */
 export function init(options = {}) {
   if (!ready) {
-    const wasm = options.wasmUrl ?? new URL("./wisp_core_bg.wasm", import.meta.url);
-    ready = initCore({ module_or_path: wasm }).catch((e) => {
+    useRelaxed = relaxedSimd && options.relaxedSimd !== false;
+    const relaxed = useRelaxed;
+    const base = options.wasmUrl && new URL(options.wasmUrl, globalThis.location?.href);
+    const wasm = relaxed
+      ? base ? new URL("wisp_core_relaxed_bg.wasm", base) : new URL("./wisp_core_relaxed_bg.wasm", import.meta.url)
+      : base ?? new URL("./wisp_core_bg.wasm", import.meta.url);
+    ready = (async () => {
+      const glue = relaxed ? await import("./wisp_core_relaxed.js") : await import("./wisp_core.js");
+      const exports = await glue.default({ module_or_path: wasm });
+      core = glue;
+      return exports;
+    })().catch((e) => {
       ready = null;
       throw new WispError("WASM_LOAD", `could not load the Wisp wasm module from ${wasm}: ${e?.message ?? e}`);
     });
@@ -87,9 +117,10 @@ let threaded = null;
  */
 function initThreaded(threads) {
   if (!threaded) {
-    const wasm = new URL("./wisp_core_mt_bg.wasm", import.meta.url);
+    const relaxed = useRelaxed;
+    const wasm = relaxed ? new URL("./wisp_core_mt_relaxed_bg.wasm", import.meta.url) : new URL("./wisp_core_mt_bg.wasm", import.meta.url);
     threaded = (async () => {
-      const mt = await import("./wisp_core_mt.js");
+      const mt = relaxed ? await import("./wisp_core_mt_relaxed.js") : await import("./wisp_core_mt.js");
       await mt.default({ module_or_path: wasm });
       await mt.initThreadPool(threads);
       return mt;
@@ -125,7 +156,10 @@ function cpuThreads(requested) {
  */
 async function moduleFor(backend, requestedThreads) {
   const threads = cpuThreads(requestedThreads);
-  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) return { module: core, backend };
+  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) {
+    await init();
+    return { module: core, backend };
+  }
   let reason = "asked for";
   if (backend === "auto") {
     await init();
@@ -296,7 +330,6 @@ export class Model {
     checkText(source?.config, "config", "INVALID_MODEL");
     const pick = await moduleFor(backend, threads);
     const { module } = pick;
-    if (module === core) await init();
     const spec = await resolveSource(source, { onProgress, signal, cache }, module);
     if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
     onProgress?.({ phase: "build" });

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing Wisp needs, skipping whatever is already there (a second run takes
-# seconds): Debian packages (Chromium, Mesa's lavapipe Vulkan driver, binaryen), the wasm32 Rust target,
+# seconds): Debian packages (Chromium, Mesa's lavapipe Vulkan driver), the wasm32 Rust target,
 # a pinned nightly for the threaded module, wasm-bindgen-cli at the exact version in Cargo.lock, a nightly
 # toolchain and cargo-fuzz (tools/fuzz.sh), and the npm dev dependencies.
 set -euo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-apt_packages=(chromium mesa-vulkan-drivers libvulkan1 binaryen)
+apt_packages=(chromium mesa-vulkan-drivers libvulkan1)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

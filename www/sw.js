@@ -16,11 +16,20 @@ async function fetchOk(url) {
   return response;
 }
 
+// pkg/index.js's RELAXED_PROBE (a classic service worker cannot import the package's ES modules): where
+// it validates, the page loads the relaxed-SIMD builds (`*_relaxed*`), and the plain ones elsewhere.
+const RELAXED_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
+  ...[0, 1, 2].flatMap(() => [253, 12, ...new Array(16).fill(0)]), 253, 133, 2, 11,
+]);
+
 async function precacheApp() {
   // pkg/files.json lists the package's files (build-pkg.sh writes it): the glue imports snippets whose
-  // paths change with every build.
+  // paths change with every build. Of each module only the build this browser runs.
   const files = await (await fetchOk(new URL("pkg/files.json", ROOT))).json();
-  const pkg = files.filter((f) => /\.(js|wasm)$/.test(f)).map((f) => `pkg/${f}`);
+  const relaxed = WebAssembly.validate(RELAXED_PROBE);
+  const unused = (f) => /^wisp_core/.test(f) && f.includes("_relaxed") !== relaxed;
+  const pkg = files.filter((f) => /\.(js|wasm)$/.test(f) && !unused(f)).map((f) => `pkg/${f}`);
   const cache = await caches.open(APP_CACHE);
   await cache.addAll([...APP, ...pkg].map((path) => new URL(path, ROOT).href));
 }

@@ -189,7 +189,8 @@ impl Model {
         Ok(decoder.lose_device())
     }
 
-    /// `{ kind: "webgpu" | "cpu", reason }`, and on the CPU `threads`: how many threads its products use.
+    /// `{ kind: "webgpu" | "cpu", reason }`, and on the CPU `threads` (how many threads its products
+    /// use) and `simd`: "relaxed" in the relaxed-SIMD build (fused multiply-adds), "simd128" otherwise.
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> std::result::Result<JsValue, JsValue> {
         let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
@@ -197,6 +198,7 @@ impl Model {
             serde_json::json!({ "kind": decoder.kind(), "reason": self.inner.backend_reason });
         if decoder.kind() == BackendKind::Cpu {
             info["threads"] = crate::backend::cpu::threads().into();
+            info["simd"] = crate::backend::cpu::SIMD.into();
         }
         to_js_value(&info)
     }

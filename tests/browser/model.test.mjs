@@ -87,7 +87,7 @@ describe("decoder models in Chromium", () => {
       model.close();
       return b;
     });
-    assert.deepEqual(backend, { kind: "cpu", reason: "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels", threads: 1 });
+    assert.deepEqual(backend, { kind: "cpu", reason: "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels", threads: 1, simd: "relaxed" });
   });
 
   test("a second load works with the network blocked, from the Cache API", async () => {

@@ -37,7 +37,7 @@ const log = (t, what, r) =>
 
 // Whether the page itself fetched the threaded module's wasm.
 const fetchedThreaded = (page) =>
-  page.evaluate(() => performance.getEntriesByType("resource").some((e) => e.name.endsWith("/pkg/wisp_core_mt_bg.wasm")));
+  page.evaluate(() => performance.getEntriesByType("resource").some((e) => /\/pkg\/wisp_core_mt(_relaxed)?_bg\.wasm$/.test(e.name)));
 
 let ids;
 before(async () => {
@@ -62,7 +62,7 @@ describe("CPU threads in a cross-origin isolated page", () => {
   test("on the page's main thread the model runs on 1 thread, with the main module", async (t) => {
     page = await runModel(browser.page, { ids, threads: 2 });
     log(t, "page", page);
-    assert.deepEqual(page.backend, { kind: "cpu", reason: "asked for", threads: 1 });
+    assert.deepEqual(page.backend, { kind: "cpu", reason: "asked for", threads: 1, simd: "relaxed" });
     assert.equal(await fetchedThreaded(browser.page), false);
     assert.equal(page.tokens.length, 24);
   });
@@ -72,8 +72,8 @@ describe("CPU threads in a cross-origin isolated page", () => {
     const two = await runModel(browser.page, { ids, threads: 2, worker: true });
     log(t, "worker", one);
     log(t, "worker", two);
-    assert.deepEqual(one.backend, { kind: "cpu", reason: "asked for", threads: 1 });
-    assert.deepEqual(two.backend, { kind: "cpu", reason: "asked for", threads: 2 });
+    assert.deepEqual(one.backend, { kind: "cpu", reason: "asked for", threads: 1, simd: "relaxed" });
+    assert.deepEqual(two.backend, { kind: "cpu", reason: "asked for", threads: 2, simd: "relaxed" });
     for (const r of [one, two]) {
       assert.equal(r.bits.length, page.bits.length);
       assert.ok(r.bits.every((b, i) => b === page.bits[i]), `logits on ${r.backend.threads} thread(s) differ from the page's`);
@@ -106,13 +106,13 @@ describe("CPU threads in a cross-origin isolated page", () => {
 
   test("when the threaded module cannot start, the model runs on 1 thread and says why", async () => {
     const { page } = browser;
-    await page.route("**/pkg/wisp_core_mt_bg.wasm", (route) => route.abort("failed"));
+    await page.route("**/pkg/wisp_core_mt_relaxed_bg.wasm", (route) => route.abort("failed"));
     try {
       const r = await runModel(page, { ids: ids.slice(0, 64), threads: 2, worker: true });
       assert.equal(r.backend.threads, 1);
       assert.match(r.backend.reason, /^asked for; on 1 thread: could not start the threaded Wisp module/);
     } finally {
-      await page.unroute("**/pkg/wisp_core_mt_bg.wasm");
+      await page.unroute("**/pkg/wisp_core_mt_relaxed_bg.wasm");
     }
   });
 });
@@ -129,7 +129,7 @@ describe("CPU threads in a page that is not isolated", () => {
   test("worker mode asking for 2 threads runs on 1, with the main module", async () => {
     const r = await runModel(browser.page, { ids: ids.slice(0, 64), threads: 2, worker: true });
     assert.equal(await browser.page.evaluate(() => self.crossOriginIsolated), false);
-    assert.deepEqual(r.backend, { kind: "cpu", reason: "asked for", threads: 1 });
+    assert.deepEqual(r.backend, { kind: "cpu", reason: "asked for", threads: 1, simd: "relaxed" });
     assert.ok(r.tokens.length > 0);
   });
 

@@ -16,6 +16,15 @@ mod weights;
 pub use decoder::CpuDecoder;
 pub use parallel::threads;
 
+/// The SIMD instructions this build's kernels use: the facade reports it as `backend.simd`.
+pub const SIMD: &str = if cfg!(target_feature = "relaxed-simd") {
+    "relaxed"
+} else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+    "simd128"
+} else {
+    "native"
+};
+
 /// The dot products the matrices call: simd128 on wasm when enabled, portable otherwise.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 use dot as kernels;
