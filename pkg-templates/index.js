@@ -60,12 +60,12 @@ let useRelaxed = relaxedSimd;
 
 /**
  * Loads and instantiates the wasm module (once; later calls return the same promise, which resolves to
- * the module's exports). Where the engine has relaxed SIMD (`relaxedSimd`) that is the relaxed build, unless
- * `relaxedSimd: false` asks for the plain one (whose results are the same on every machine: a fused
- * multiply-add rounds once, so the relaxed build's last bits can differ between CPUs); it also decides
- * the threaded module of this realm. Bundlers find
- * the `.wasm` files through the `new URL(..., import.meta.url)` below; to serve them from elsewhere pass
- * `wasmUrl`, the URL of `wisp_core_bg.wasm`, with `wisp_core_relaxed_bg.wasm` next to it.
+ * the module's exports). Where the engine has relaxed SIMD (`relaxedSimd`) that is the relaxed build,
+ * unless `relaxedSimd: false` asks for the plain one, whose results are the same on every machine (a
+ * fused multiply-add rounds once, so the relaxed build's last bits can differ between CPUs); the choice
+ * also holds for this realm's threaded module. Bundlers find the `.wasm` files through the
+ * `new URL(..., import.meta.url)` below; to serve them from elsewhere pass `wasmUrl`, the URL of
+ * `wisp_core_bg.wasm`, with `wisp_core_relaxed_bg.wasm` next to it.
  */
 export function init(options = {}) {
   if (!ready) {
