@@ -114,6 +114,8 @@ const median = (xs) => {
 // timings in all: on a shared host one slow repetition moves the median of five 10-120 ms runs a lot.
 const SHORT_PROMPT_MS = 150;
 const SHORT_PROMPT_REPS = 15;
+// The main module Chromium loads: its relaxed-SIMD build (the package size line reports it).
+const MAIN_WASM = "wisp_core_relaxed_bg.wasm";
 const stats = (xs) => (xs.length ? { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, all: xs } : null);
 const log = (...m) => console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...m);
 
@@ -174,8 +176,7 @@ async function main() {
   const t0 = performance.now();
   const plans = models.map((m) => ({ name: m, ...PLANS[m] }));
   ensureExports(plans.map((p) => p.onnx));
-  // The main module Chromium loads: its relaxed-SIMD build.
-  const wasm = readFileSync(join(ROOT, "pkg/wisp_core_relaxed_bg.wasm"));
+  const wasm = readFileSync(join(ROOT, "pkg", MAIN_WASM));
   const server = await serve(0);
   // The threaded rows' pages: the same files with COOP/COEP, so that they are cross-origin isolated.
   const isolatedServer = await serve(0, undefined, { isolated: true });
@@ -334,7 +335,7 @@ function packageSize(wasm) {
   const files = readdirSync(join(ROOT, "pkg"), { recursive: true, withFileTypes: true })
     .filter((d) => d.isFile()).map((d) => readFileSync(join(d.parentPath ?? d.path, d.name)));
   return {
-    wasmFile: "wisp_core_relaxed_bg.wasm", wasmBytes: wasm.length, wasmGzipBytes: gzipSync(wasm, { level: 9 }).length,
+    wasmFile: MAIN_WASM, wasmBytes: wasm.length, wasmGzipBytes: gzipSync(wasm, { level: 9 }).length,
     pkgFiles: files.length, pkgBytes: files.reduce((a, b) => a + b.length, 0), pkgGzipBytes: files.reduce((a, b) => a + gzipSync(b, { level: 9 }).length, 0),
   };
 }

@@ -70,13 +70,11 @@ let useRelaxed = relaxedSimd;
 export function init(options = {}) {
   if (!ready) {
     useRelaxed = relaxedSimd && options.relaxedSimd !== false;
-    const relaxed = useRelaxed;
-    const base = options.wasmUrl && new URL(options.wasmUrl, globalThis.location?.href);
-    const wasm = relaxed
-      ? base ? new URL("wisp_core_relaxed_bg.wasm", base) : new URL("./wisp_core_relaxed_bg.wasm", import.meta.url)
-      : base ?? new URL("./wisp_core_bg.wasm", import.meta.url);
+    const given = options.wasmUrl && new URL(options.wasmUrl, globalThis.location?.href);
+    let wasm = given ?? new URL("./wisp_core_bg.wasm", import.meta.url);
+    if (useRelaxed) wasm = given ? new URL("wisp_core_relaxed_bg.wasm", given) : new URL("./wisp_core_relaxed_bg.wasm", import.meta.url);
     ready = (async () => {
-      const glue = relaxed ? await import("./wisp_core_relaxed.js") : await import("./wisp_core.js");
+      const glue = useRelaxed ? await import("./wisp_core_relaxed.js") : await import("./wisp_core.js");
       const exports = await glue.default({ module_or_path: wasm });
       core = glue;
       return exports;
@@ -117,10 +115,9 @@ let threaded = null;
  */
 function initThreaded(threads) {
   if (!threaded) {
-    const relaxed = useRelaxed;
-    const wasm = relaxed ? new URL("./wisp_core_mt_relaxed_bg.wasm", import.meta.url) : new URL("./wisp_core_mt_bg.wasm", import.meta.url);
+    const wasm = useRelaxed ? new URL("./wisp_core_mt_relaxed_bg.wasm", import.meta.url) : new URL("./wisp_core_mt_bg.wasm", import.meta.url);
     threaded = (async () => {
-      const mt = relaxed ? await import("./wisp_core_mt_relaxed.js") : await import("./wisp_core_mt.js");
+      const mt = useRelaxed ? await import("./wisp_core_mt_relaxed.js") : await import("./wisp_core_mt.js");
       await mt.default({ module_or_path: wasm });
       await mt.initThreadPool(threads);
       return mt;
