@@ -58,7 +58,7 @@ export interface Tensor {
  * Loads the wasm module; called for you by every other function. `wasmUrl`: where `wisp_core_bg.wasm`
  * is served, with `wisp_core_relaxed_bg.wasm` next to it. `relaxedSimd: false`: the plain SIMD build even
  * where the engine has relaxed SIMD (results identical on every CPU; the relaxed build's fused
- * multiply-adds can differ in the last bits between CPUs, and prompts run about a fifth slower without them).
+ * multiply-adds can differ in the last bits between CPUs, and without them prompts took 7-17% more time here).
  */
 export function init(options?: { wasmUrl?: string | URL; relaxedSimd?: boolean }): Promise<unknown>;
 
