@@ -1,6 +1,6 @@
 // `npm run ask`: the package runs headlessly in Node (CPU backend) with the bundled model and the demo
-// tools, and prints the transcript. The bundled model is small, so the test checks the transcript's
-// shape (a tool call with JSON arguments, its outcome, a final line), not the values.
+// tools, and prints the transcript: the call with its arguments, the tool's result, the answer that
+// states it, and the speed.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { test } from "node:test";
@@ -16,7 +16,8 @@ test("ask prints the tool call, its outcome, and the speed", async () => {
   assert.ok(call, stdout);
   const [, name, args] = call.match(/^tool call: (\w+)\((.*)\)$/);
   assert.equal(name, "get_weather");
-  assert.equal(typeof JSON.parse(args).city, "string");
-  assert.ok(lines.some((l) => /^tool (result|error): /.test(l)), stdout);
+  assert.deepEqual(JSON.parse(args), { city: "Paris" });
+  assert.ok(lines.some((l) => l.startsWith('tool result: {"city":"Paris","temperature_c":18,"condition":"sunny"}')), stdout);
+  assert.ok(lines.some((l) => l.startsWith("assistant: ") && l.includes("18") && l.includes("sunny")), stdout);
   assert.match(lines.at(-1), /^done \(\w+\) in \d step\(s\): \d+ prompt tokens \(\d+ reused\), \d+ generated in [\d.]+ s, [\d.]+ tokens\/s/);
 });

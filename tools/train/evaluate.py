@@ -3,6 +3,8 @@ to f32 (or a training checkpoint with --ckpt).
 
     OMP_NUM_THREADS=1 python3 tools/train/evaluate.py            # all cases in out/eval.jsonl
     OMP_NUM_THREADS=1 python3 tools/train/evaluate.py --ckpt tools/train/out/ckpt.pt --limit 120
+    python3 tools/train/evaluate.py --outputs tools/train/out/constrained.jsonl   # score another engine's
+        # outputs (one {"output"} line per case, e.g. tools/eval_constrained.rs: our Rust engine with the grammar)
 
 Metrics per case kind:
   call     valid: the reply holds exactly one well-formed <tool_call> block with JSON {"name", "arguments"}
@@ -83,12 +85,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ckpt", default=None)
     ap.add_argument("--limit", type=int, default=0, help="evaluate every n-th case to get about this many")
+    ap.add_argument("--outputs", default=None, help="score these outputs instead of generating with PyTorch")
     ap.add_argument("--out", default=str(OUT / "eval_results.jsonl"))
     ap.add_argument("--report", default=str(OUT / "eval_report.md"))
     args = ap.parse_args()
+    if args.outputs and args.limit:
+        ap.error("--outputs scores every case: no --limit")
     torch.set_num_threads(1)
     tok = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
-    if args.ckpt:
+    if args.outputs:
+        model, src = None, args.outputs
+        outputs = [json.loads(l)["output"] for l in open(args.outputs)]
+    elif args.ckpt:
         cfg = json.loads((MODEL_DIR / "config.json").read_text())
         model = LlamaForCausalLM(cfg)
         model.load_state_dict(torch.load(args.ckpt))
@@ -99,6 +107,8 @@ def main():
         src = str(MODEL_DIR / "model.safetensors") + " (F16 upcast to f32)"
     stops = {tok.token_to_id("<|im_end|>"), tok.token_to_id("<|endoftext|>")}
     cases = [json.loads(l) for l in open(OUT / "eval.jsonl")]
+    if args.outputs:
+        assert len(outputs) == len(cases), f"{len(outputs)} outputs for {len(cases)} cases"
     if args.limit and args.limit < len(cases):
         step = len(cases) / args.limit
         cases = [cases[int(i * step)] for i in range(args.limit)]
@@ -106,10 +116,13 @@ def main():
     agg = defaultdict(lambda: defaultdict(list))
     by_tool = defaultdict(lambda: defaultdict(list))
     with open(args.out, "w") as f:
-        for c in cases:
-            ids = tok.encode(c["prompt"], add_special_tokens=False).ids
-            out, _ = greedy(model, ids, 160, stops)
-            text = tok.decode([i for i in out if i not in stops], skip_special_tokens=False)
+        for k, c in enumerate(cases):
+            if model is None:
+                text = outputs[k].replace("<|im_end|>", "").replace("<|endoftext|>", "")
+            else:
+                ids = tok.encode(c["prompt"], add_special_tokens=False).ids
+                out, _ = greedy(model, ids, 160, stops)
+                text = tok.decode([i for i in out if i not in stops], skip_special_tokens=False)
             s = score(c, text)
             grp = c["group"].replace("-answer", "")
             for k, v in s.items():

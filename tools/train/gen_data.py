@@ -260,12 +260,40 @@ def R(**kw):
 
 def weather_result(a, rng, ctx):
     r = rng.random()
-    if r < 0.6:
+    if r < 0.45:
         return {"temperature_c": rng.randint(-25, 42), "condition": rng.choice(CONDITIONS)}
+    if r < 0.65:
+        # the shape of the demo page's tool (www/tools.js)
+        return {"city": a["city"], "temperature_c": rng.randint(-25, 42), "condition": rng.choice(CONDITIONS)}
     if r < 0.8:
         return {"city": a["city"], "temperature_c": rng.randint(-25, 42), "condition": rng.choice(CONDITIONS),
                 "humidity": rng.randint(10, 100)}
     return {"temp_c": rng.randint(-25, 42), "conditions": rng.choice(CONDITIONS), "wind_kph": rng.randint(0, 80)}
+
+
+def time_result(a, rng, ctx):
+    if rng.random() < 0.3:
+        return {"city": a["city"], "time": f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"}
+    return {"time": gen_value("time", rng, ctx) if rng.random() < 0.2 else f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
+            "timezone": rng.choice(TZ)}
+
+
+def calculate_result(a, rng, ctx):
+    if rng.random() < 0.4:
+        return {"expression": a["expression"], "result": calc_result(rng)}
+    return {"result": calc_result(rng)}
+
+
+def convert_result(a, rng, ctx):
+    v = round(rng.uniform(0, 9000), rng.randint(0, 3))
+    if rng.random() < 0.4:
+        return {"value": a["value"], "from": a["from"], "to": a["to"], "result": v}
+    return {"value": v, "unit": a["to"]}
+
+
+def note_result(a, rng, ctx):
+    return rng.choice([{"ok": True, "id": rng.randint(1, 500)}, {"status": "saved", "id": rng.randint(1, 500)}, {"ok": True},
+                       {"saved": a["text"], "count": rng.randint(1, 40)}])
 
 
 def demo_tools():
@@ -287,7 +315,8 @@ def demo_tools():
                       "The weather in {city}: {condition}, {temperature_c}°C.", "{city} is {condition} right now, at {temperature_c} degrees Celsius.",
                       "Right now {city} has {condition} skies and a temperature of {temperature_c}°C."],
              capability="check the weather",
-             errors=["City not found: {city}", "Weather service unavailable", "Unknown location '{city}'", "timeout"],
+             errors=["City not found: {city}", "Weather service unavailable", "Unknown location '{city}'", "timeout",
+                     "no weather data for {city}; known cities: Paris, London, Tokyo, New York, Berlin, Sydney"],
              descs=["Returns current weather conditions for the given city.", "Look up the weather in a city."]),
         Tool("get_time", "Get the current local time in a city.", [city()],
              asks=["What time is it in {city}?", "time in {city}", "What's the local time in {city}?",
@@ -297,12 +326,11 @@ def demo_tools():
                    "clock in {city}?", "Could you tell me the local time of {city}?", "Is it morning in {city}?",
                    "What time do they have in {city} now?", "check the time in {city}", "time {city}",
                    "How late is it in {city}?", "Give me the time in {city}."],
-             result=lambda a, rng, ctx: {"time": gen_value("time", rng, ctx) if rng.random() < 0.2 else f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
-                                         "timezone": rng.choice(TZ)},
+             result=time_result,
              answers=["It's {time} in {city} ({timezone}).", "The local time in {city} is {time} ({timezone}).",
                       "In {city} it is {time}, {timezone}.", "Right now it's {time} in {city}."],
              capability="tell the time",
-             errors=["City not found: {city}", "Unknown time zone for '{city}'", "Service unavailable"],
+             errors=["City not found: {city}", "Unknown time zone for '{city}'", "Service unavailable", "unknown city {city}"],
              descs=["Returns the current local time for the given city.", "Look up the time in a city."]),
         Tool("calculate", "Evaluate a math expression.", [P("expression", "string", "The expression to evaluate", gen="expr")],
              asks=["What is {expression}?", "calculate {expression}", "Compute {expression}", "{expression} = ?",
@@ -311,11 +339,12 @@ def demo_tools():
                    "I need the result of {expression}.", "Quick math: {expression}", "Do the math: {expression}",
                    "what does {expression} equal", "Find {expression}.", "calc {expression}",
                    "Help me compute {expression}", "What do you get for {expression}?"],
-             result=lambda a, rng, ctx: {"result": calc_result(rng)},
+             result=calculate_result,
              answers=["{expression} = {result}.", "The result is {result}.", "{expression} equals {result}.",
                       "That comes to {result}.", "The answer is {result}."],
              capability="do calculations",
-             errors=["Invalid expression: {expression}", "Division by zero", "Syntax error in expression"],
+             errors=["Invalid expression: {expression}", "Division by zero", "Syntax error in expression",
+                     'cannot evaluate "{expression}": the result is not a finite number'],
              descs=["Calculator: evaluates an arithmetic expression.", "Evaluate an arithmetic expression and return the result."]),
         Tool("convert_units", "Convert a value from one unit to another.",
              [P("value", "number", "The value to convert", gen="num"), P("from", "string", "Unit to convert from", gen="unit_from"),
@@ -327,11 +356,12 @@ def demo_tools():
                    "what is {value} {from} in {to}", "change {value} {from} to {to}",
                    "Turn {value} {from} into {to}.", "{value} {from} equals how many {to}?",
                    "Convert {value} from {from} to {to}.", "from {from} to {to}: {value}"],
-             result=lambda a, rng, ctx: {"value": round(rng.uniform(0, 9000), rng.randint(0, 3)), "unit": a["to"]},
+             result=convert_result,
              answers=["{v} {from} is {value} {unit}.", "That's {value} {unit}.", "{v} {from} = {value} {unit}.",
                       "It comes to {value} {unit}."],
              capability="convert units",
-             errors=["Unknown unit: {from}", "Cannot convert {from} to {to}", "Unknown unit: {to}"],
+             errors=["Unknown unit: {from}", "Cannot convert {from} to {to}", "Unknown unit: {to}", "unknown unit {from}",
+                     "cannot convert length ({from}) to mass ({to})"],
              descs=["Unit converter for length, weight, temperature, volume and more.", "Convert between units."]),
         Tool("add_note", "Save a note.", [P("text", "string", "The note text", gen="text")],
              asks=["Add a note: {text}", "Make a note to {text}", "Note: {text}", "Save a note saying {text}",
@@ -339,7 +369,7 @@ def demo_tools():
                    "Jot this down: {text}", "Create a note \"{text}\"", "Remember this: {text}",
                    "Put \"{text}\" in my notes.", "Take a note: {text}", "new note: {text}", "Store a note: {text}",
                    "Please add \"{text}\" to my notes", "Write a note that says {text}."],
-             result=lambda a, rng, ctx: rng.choice([{"ok": True, "id": rng.randint(1, 500)}, {"status": "saved", "id": rng.randint(1, 500)}, {"ok": True}]),
+             result=note_result,
              answers=["Done, I saved the note \"{text}\".", "Noted: {text}.", "I added \"{text}\" to your notes.",
                       "Saved! Your note \"{text}\" is stored."],
              capability="save notes",
@@ -819,7 +849,8 @@ def fmt_answer(tool, args, res, rng):
     vals.update({k: v for k, v in res.items() if not isinstance(v, (list, dict))})
     if tool.name == "convert_units":
         vals["v"] = args["value"]
-        vals["value"] = res["value"]
+        vals["value"] = res["result"] if "result" in res else res["value"]
+        vals["unit"] = res.get("unit", args["to"])
     for _ in range(10):
         a = rng.choice(tool.answers)
         try:
@@ -910,7 +941,9 @@ class Builder:
                 err = err.format(**{k: say(v) for k, v in args.items()})
             except KeyError:
                 pass
-            msgs.append({"role": "tool", "content": tool_json({"error": err}, rng)})
+            # the package passes a thrown error on as "error: MESSAGE" (pkg-templates/agent.js)
+            content = "error: " + err if rng.random() < 0.5 else tool_json({"error": err}, rng)
+            msgs.append({"role": "tool", "content": content})
             msgs.append({"role": "assistant", "content": error_answer(tool, err, rng)})
         else:
             res = tool.result(args, rng, self.ctx)
@@ -954,14 +987,18 @@ class Builder:
         msgs.append({"role": "user", "content": noisy(q, rng, 0.5)})
         msgs.append(call_msg("get_weather", {"city": city}))
         res = {"temperature_c": rng.randint(-25, 42), "condition": rng.choice(CONDITIONS)}
+        if rng.random() < 0.4:
+            res = {"city": city, **res}
         msgs.append({"role": "tool", "content": tool_json(res, rng)})
         conv = ordered(params["convert_units"], {"value": res["temperature_c"], "from": "celsius", "to": target})
         msgs.append(call_msg("convert_units", conv))
-        out = {"value": round(res["temperature_c"] * 1.8 + 32, 1) if target != "kelvin" else round(res["temperature_c"] + 273.15, 2), "unit": target}
+        conv_v = round(res["temperature_c"] * 1.8 + 32, 1) if target != "kelvin" else round(res["temperature_c"] + 273.15, 2)
+        # the converter's result alone, or echoed with its arguments as the demo page's tool does
+        out = {"value": conv_v, "unit": target} if rng.random() < 0.5 else dict(conv, result=conv_v)
         msgs.append({"role": "tool", "content": tool_json(out, rng)})
         msgs.append({"role": "assistant", "content": rng.choice([
-            f"It's {out['value']} {target} ({res['temperature_c']}°C) and {res['condition']} in {city}.",
-            f"In {city} it is {res['condition']} and {out['value']} {target}."])})
+            f"It's {conv_v} {target} ({res['temperature_c']}°C) and {res['condition']} in {city}.",
+            f"In {city} it is {res['condition']} and {conv_v} {target}."])})
 
     def conversation(self):
         rng = self.rng

@@ -24,9 +24,9 @@ from model import LlamaForCausalLM, greedy, hf_state_dict
 CONFIG = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
-    "hidden_size": 256,
-    "intermediate_size": 768,
-    "num_attention_heads": 4,
+    "hidden_size": 192,
+    "intermediate_size": 512,
+    "num_attention_heads": 6,
     "num_key_value_heads": 2,
     "num_hidden_layers": 4,
     "vocab_size": 2048,
@@ -168,10 +168,10 @@ def export(model, tok):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=68)
-    ap.add_argument("--budget", type=int, default=6144, help="tokens per batch (padded)")
+    ap.add_argument("--budget", type=int, default=4096, help="tokens per batch (padded)")
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--warmup", type=int, default=150)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default="train", help="out/DATA.jsonl")
     ap.add_argument("--resume", default=None,
