@@ -199,9 +199,15 @@ describe("OpenAI SDK against the on-device model", () => {
     }
     t.diagnostic(`${all.length} JSON answers, all valid; with tools: ${calls} calls and ${answers} valid answers in ${r.mixed.length} messages; e.g. ${r.answers[0].content}`);
     assert.ok(answers > 0, "no JSON answer beside tools");
-    assert.equal(r.object.finish_reason, "stop", JSON.stringify(r.object));
-    const object = JSON.parse(r.object.message.content);
-    assert.ok(object && typeof object === "object" && !Array.isArray(object), r.object.message.content);
+    // `json_object` bounds no string, so a small model may write one until max_tokens (as tests/grammar.rs
+    // says natively); what it writes is an object so far, and an object when it ends.
+    assert.ok(r.object.message.content.startsWith("{"), JSON.stringify(r.object));
+    if (r.object.finish_reason === "stop") {
+      const object = JSON.parse(r.object.message.content);
+      assert.ok(object && typeof object === "object" && !Array.isArray(object), r.object.message.content);
+    } else {
+      assert.equal(r.object.finish_reason, "length", JSON.stringify(r.object));
+    }
 
     assert.equal(r.unsupported.status, 400);
     assert.equal(r.unsupported.code, "RESPONSE_FORMAT");
