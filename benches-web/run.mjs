@@ -32,7 +32,7 @@ const FLAGS = ["--no-sandbox", "--disable-background-networking", "--disable-com
 // SwiftShader cost seconds per token on SmolLM2, so `overrides` cuts them (marked in the table).
 const PLANS = {
   "wisp-mini": {
-    label: "wisp-mini (bundled, 3.7M-param Llama, F16 safetensors)",
+    label: "wisp-mini (bundled, 2.0M-param Llama, F16 safetensors)",
     // The bundle's stop tokens end a raw-text continuation after a few tokens, so the timed runs load the
     // same files without them (`timing`); load time and the agent task use the bundle.
     wisp: {

@@ -158,9 +158,9 @@ fn huge_declared_sizes_are_refused_without_allocating_them() {
 fn wrong_tensor_shapes_are_named_before_any_backend_is_built() {
     let weights = read("models/wisp-mini/model.safetensors");
     let config = text("models/wisp-mini/config.json")
-        .replace("\"intermediate_size\": 768", "\"intermediate_size\": 512");
+        .replace("\"intermediate_size\": 512", "\"intermediate_size\": 768");
     let (config, mut source) = ModelWeights::load(&weights, Some(&config)).unwrap();
-    let want = "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [768, 256]; the configuration needs [512, 256]";
+    let want = "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [512, 192]; the configuration needs [768, 192]";
     // The CPU backend reads every tensor before it allocates its cache.
     match Decoder::cpu(&config, &source, 64) {
         Err(WispError::InvalidWeights(m)) => assert!(m.contains(want), "{m}"),
@@ -239,7 +239,7 @@ fn a_context_too_large_for_memory_is_refused_before_allocating() {
     match Decoder::cpu(&config, &source, 1 << 30) {
         Err(WispError::ModelTooLarge(m)) => assert_eq!(
             m,
-            "a context of 1073741824 tokens needs a key/value cache of 4194304 MiB; the CPU backend \
+            "a context of 1073741824 tokens needs a key/value cache of 2097152 MiB; the CPU backend \
              holds at most 2048 MiB: use a smaller contextLen"
         ),
         other => panic!("expected MODEL_TOO_LARGE, got {:?}", other.err()),
