@@ -116,9 +116,9 @@ def main():
     agg = defaultdict(lambda: defaultdict(list))
     by_tool = defaultdict(lambda: defaultdict(list))
     with open(args.out, "w") as f:
-        for k, c in enumerate(cases):
+        for n, c in enumerate(cases):
             if model is None:
-                text = outputs[k].replace("<|im_end|>", "").replace("<|endoftext|>", "")
+                text = outputs[n].replace("<|im_end|>", "").replace("<|endoftext|>", "")
             else:
                 ids = tok.encode(c["prompt"], add_special_tokens=False).ids
                 out, _ = greedy(model, ids, 160, stops)
