@@ -270,7 +270,7 @@ export class Model {
 export interface Profile {
   /**
    * WebGPU: inputs, wonnx_run (upload, dispatch, GPU and readback of every output: one call in wonnx),
-   * cache_write, logits_copy. CPU: embed, norm, matmul, rope_cache, attention, swiglu, head. Both:
+   * cache_write, logits_copy. CPU: embed, norm, matmul (SwiGLU included), rope_cache, attention, head. Both:
    * sampling, detokenize_stop, draft_lookup.
    */
   stages: Record<string, { ms: number; calls: number }>;

@@ -2,17 +2,20 @@
 //! computed with the kernels of this module instead of a wonnx graph.
 
 use super::layer::{self, Heads, Rope};
-use super::matrix::Pass;
+use super::matrix::{self, Pass};
 use super::parallel;
-use super::weights::{self, CpuWeights, Linear};
+use super::weights::{self, CpuWeights};
 use crate::error::{Result, WispError};
 use crate::generate::{LogitRows, TokenHistory};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::profile::{now_ms, Profile};
 
-/// Tokens per forward pass: each weight row is read once per chunk, and the activations of a chunk
-/// (`CHUNK * intermediate_size` floats at most) stay small.
-const CHUNK: usize = 32;
+/// Tokens per forward pass: each weight row is read (and, quantized, converted to f32) once per chunk,
+/// and each of a chunk's loops is one handover to the other threads, so longer chunks cost less per
+/// token; the activations of a chunk (`CHUNK * intermediate_size` floats at most) stay small. Measured
+/// in Chromium, 256-token prompts: 128 against 32 took 7% less time on SmolLM2 on one thread and 13%
+/// less on two, and 11% less for the bundled model on two.
+const CHUNK: usize = 128;
 
 pub struct CpuDecoder {
     config: ModelConfig,
@@ -128,26 +131,39 @@ impl CpuDecoder {
         let (mut a, mut o) = (vec![0.0; n * d], vec![0.0; n * d]);
         let (mut q, mut att) = (vec![0.0; n * qw], vec![0.0; n * qw]);
         let (mut k, mut v) = (vec![0.0; n * kw], vec![0.0; n * kw]);
-        let (mut gate, mut up) = (vec![0.0; n * ff], vec![0.0; n * ff]);
+        let mut gate = vec![0.0; n * ff];
+        let angles = self.rope.angles(start..start + n);
+        let half = heads.dim / 2;
         let mut t = p.lap("embed", t);
         for ((layer, keys), values) in w.layers.iter().zip(&mut self.keys).zip(&mut self.values) {
             layer::rms_norm(&x, &layer.attn_norm, eps, &mut a);
             t = p.lap("norm", t);
-            linear(&layer.q, &a, &mut q, pass)?;
-            linear(&layer.k, &a, &mut k, pass)?;
-            linear(&layer.v, &a, &mut v, pass)?;
+            matrix::products(
+                &mut [
+                    (&layer.q.w, &mut q),
+                    (&layer.k.w, &mut k),
+                    (&layer.v.w, &mut v),
+                ],
+                &a,
+                pass,
+            )?;
+            for (l, out) in [(&layer.q, &mut q), (&layer.k, &mut k), (&layer.v, &mut v)] {
+                if let Some(b) = &l.bias {
+                    layer::add_rows(out, b);
+                }
+            }
             t = p.lap("matmul", t);
             if let Some((q_norm, k_norm)) = &layer.qk_norm {
                 layer::head_norm(&mut q, q_norm, eps);
                 layer::head_norm(&mut k, k_norm, eps);
             }
-            for (t, (qt, kt)) in q
+            for ((qt, kt), at) in q
                 .chunks_exact_mut(qw)
                 .zip(k.chunks_exact_mut(kw))
-                .enumerate()
+                .zip(angles.chunks_exact(half.max(1)))
             {
-                self.rope.apply(qt, start + t);
-                self.rope.apply(kt, start + t);
+                self.rope.apply(qt, at);
+                self.rope.apply(kt, at);
             }
             keys.truncate(start * kw);
             keys.extend_from_slice(&k);
@@ -162,11 +178,8 @@ impl CpuDecoder {
 
             layer::rms_norm(&x, &layer.ffn_norm, eps, &mut a);
             t = p.lap("norm", t);
-            layer.gate.matmul(&a, &mut gate, pass)?;
-            layer.up.matmul(&a, &mut up, pass)?;
+            matrix::swiglu_products(&layer.gate, &layer.up, &a, &mut gate, pass)?;
             t = p.lap("matmul", t);
-            layer::swiglu(&mut gate, &up);
-            t = p.lap("swiglu", t);
             layer.down.matmul(&gate, &mut o, pass)?;
             t = p.lap("matmul", t);
             layer::add(&mut x, &o);
@@ -212,12 +225,4 @@ fn macs_per_token(cfg: &ModelConfig) -> usize {
     cfg.num_layers
         .saturating_mul(d.saturating_mul(width))
         .saturating_add(cfg.vocab_size.saturating_mul(d))
-}
-
-fn linear(l: &Linear, x: &[f32], out: &mut [f32], pass: Pass) -> Result<()> {
-    l.w.matmul(x, out, pass)?;
-    if let Some(b) = &l.bias {
-        layer::add_rows(out, b);
-    }
-    Ok(())
 }

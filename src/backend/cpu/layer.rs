@@ -1,6 +1,8 @@
 //! The per-layer math of the decoder (the same as `graph::decoder`'s), on rows of f32 activations: small
 //! functions that a backend trait can later name one by one.
 
+use std::ops::Range;
+
 use super::{kernels, parallel};
 use crate::model::RopeStyle;
 
@@ -85,19 +87,25 @@ impl Rope {
         }
     }
 
-    /// Rotates every head of the row `x` by position `pos`: pair (a, b) becomes
-    /// `(a cos - b sin, b cos + a sin)`, the graph's `x cos + rotate(x) sin`.
-    pub fn apply(&self, x: &mut [f32], pos: usize) {
-        let half = self.head_dim / 2;
-        // sin/cos in f64 like the wonnx runtime's tables, then rounded to f32.
-        let angles: Vec<(f32, f32)> = self
-            .freq
-            .iter()
-            .map(|f| {
-                let (s, c) = (pos as f64 * f).sin_cos();
-                (c as f32, s as f32)
+    /// `(cos, sin)` of every rotary pair at each position of `positions`, computed once per chunk for
+    /// every layer's q and k.
+    pub fn angles(&self, positions: Range<usize>) -> Vec<(f32, f32)> {
+        positions
+            .flat_map(|pos| {
+                // sin/cos in f64 like the wonnx runtime's tables, then rounded to f32.
+                self.freq.iter().map(move |f| {
+                    let (s, c) = (pos as f64 * f).sin_cos();
+                    (c as f32, s as f32)
+                })
             })
-            .collect();
+            .collect()
+    }
+
+    /// Rotates every head of the row `x` by the angles of one position (`head_dim / 2` entries of
+    /// [`Rope::angles`]): pair (a, b) becomes `(a cos - b sin, b cos + a sin)`, the graph's
+    /// `x cos + rotate(x) sin`.
+    pub fn apply(&self, x: &mut [f32], angles: &[(f32, f32)]) {
+        let half = self.head_dim / 2;
         for head in x.chunks_exact_mut(self.head_dim) {
             for (i, &(cos, sin)) in angles.iter().enumerate() {
                 let (a, b) = match self.style {

@@ -2,11 +2,12 @@
 //! the file's encoding has a kernel, and its products with activation rows.
 
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use super::activations::{QuantizedRow, QuantizedRows};
 use super::blocks::{self, Layout};
 use super::dot::QK;
-use super::{kernels, parallel};
+use super::{kernels, layer, parallel};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
 
@@ -106,48 +107,137 @@ impl Matrix {
     /// multiply-add. Bands of weight rows run on the CPU backend's threads (`parallel`); a value does
     /// not depend on which band or thread computes it.
     pub fn matmul(&self, x: &[f32], out: &mut [f32], pass: Pass) -> Result<()> {
+        products(&mut [(self, out)], x, pass)
+    }
+
+    /// The weight rows `band` times the prepared tokens, into `outs[t]` (one value per row of the band).
+    fn band(&self, input: &Input, band: Range<usize>, outs: &mut [&mut [f32]]) {
         let cols = self.cols;
-        // Saturating: wasm32's usize passes 4 G for a vocabulary head and a chunk of tokens.
-        let work = self.rows.saturating_mul(x.len());
-        let tokens = x.len() / cols.max(1);
         match &self.data {
-            _ if pass == Pass::Prefill && tokens >= PANEL_MIN_TOKENS => {
-                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
-                parallel::for_each_band(out, self.rows, work, |band, outs| {
-                    let mut panel = vec![0.0; PANEL_ROWS * cols];
-                    for (i, rows) in chunks_of(band.clone(), PANEL_ROWS) {
-                        let n = rows.len();
-                        for (r, p) in rows.zip(panel.chunks_exact_mut(cols)) {
-                            self.row(r, p);
-                        }
-                        let ws: [&[f32]; PANEL_ROWS] =
-                            std::array::from_fn(|j| &panel[j * cols..(j + 1) * cols]);
-                        panel_products(&ws[..n], &xs, outs, i);
+            _ if input.tiles => {
+                let mut panel = vec![0.0; PANEL_ROWS * cols];
+                for (i, rows) in chunks_of(band, PANEL_ROWS) {
+                    let n = rows.len();
+                    for (r, p) in rows.zip(panel.chunks_exact_mut(cols)) {
+                        self.row(r, p);
                     }
-                });
+                    let ws: [&[f32]; PANEL_ROWS] =
+                        std::array::from_fn(|j| &panel[j * cols..(j + 1) * cols]);
+                    panel_products(&ws[..n], &input.rows, outs, i);
+                }
             }
-            Data::F32(w) => {
-                let xs: Vec<&[f32]> = x.chunks_exact(cols).collect();
-                products(&Dense { w, cols }, self.rows, &xs, work, out);
-            }
+            Data::F32(w) => band_products(&Dense { w, cols }, band, &input.rows, outs),
             Data::Blocks {
                 layout,
                 bytes,
                 row_bytes,
             } => {
-                let quantized = QuantizedRows::new(x, cols);
-                let xs: Vec<QuantizedRow> =
-                    (0..quantized.len()).map(|t| quantized.row(t)).collect();
+                let codes = input
+                    .codes
+                    .get_or_init(|| QuantizedRows::new(input.x, cols));
+                let xs: Vec<QuantizedRow> = (0..codes.len()).map(|t| codes.row(t)).collect();
                 let weights = Quantized {
                     layout: *layout,
                     bytes,
                     row_bytes: *row_bytes,
                 };
-                products(&weights, self.rows, &xs, work, out);
+                band_products(&weights, band, &xs, outs);
             }
         }
-        Ok(())
     }
+
+    fn quantized(&self) -> bool {
+        matches!(self.data, Data::Blocks { .. })
+    }
+}
+
+/// A pass's activations as the products read them, prepared once for every band and every matrix of a
+/// group.
+struct Input<'a> {
+    x: &'a [f32],
+    /// The token rows of `x`.
+    rows: Vec<&'a [f32]>,
+    /// Multiply in f32 tiles ([`Pass::Prefill`] with enough tokens).
+    tiles: bool,
+    /// `x` quantized for the stepwise integer kernels: made before the loop when a matrix of the group
+    /// needs it, so that no piece waits for another to make it.
+    codes: OnceLock<QuantizedRows>,
+}
+
+impl<'a> Input<'a> {
+    /// `x` as rows of `cols` for the products of `group`, or an error when a matrix is not `cols` wide.
+    fn new(x: &'a [f32], cols: usize, pass: Pass, group: &[&Matrix]) -> Result<Self> {
+        if let Some(m) = group.iter().find(|m| m.cols != cols) {
+            return Err(WispError::InvalidInput(format!(
+                "a product of rows of {cols} values with a matrix of {} columns",
+                m.cols
+            )));
+        }
+        let rows: Vec<&[f32]> = x.chunks_exact(cols.max(1)).collect();
+        let tiles = pass == Pass::Prefill && rows.len() >= PANEL_MIN_TOKENS;
+        let codes = OnceLock::new();
+        if !tiles && group.iter().any(|m| m.quantized()) {
+            let _ = codes.set(QuantizedRows::new(x, cols));
+        }
+        Ok(Input {
+            x,
+            rows,
+            tiles,
+            codes,
+        })
+    }
+}
+
+/// `out = W x` (see [`Matrix::matmul`]) for each `(W, out)` of `group`, all with the same input `x`, in
+/// one loop: their bands run on the team together (q, k and v).
+pub(crate) fn products(group: &mut [(&Matrix, &mut [f32])], x: &[f32], pass: Pass) -> Result<()> {
+    let Some(cols) = group.first().map(|(m, _)| m.cols) else {
+        return Ok(());
+    };
+    let matrices: Vec<&Matrix> = group.iter().map(|(m, _)| *m).collect();
+    let input = Input::new(x, cols, pass, &matrices)?;
+    // Saturating: wasm32's usize passes 4 G for a vocabulary head and a chunk of tokens.
+    let work = matrices.iter().fold(0usize, |w, m| {
+        w.saturating_add(m.rows.saturating_mul(x.len()))
+    });
+    let outs = group
+        .iter_mut()
+        .map(|(m, out)| (&mut **out, m.rows))
+        .collect();
+    parallel::for_each_band_of(outs, work, |i, band, outs| {
+        matrices[i].band(&input, band, outs)
+    });
+    Ok(())
+}
+
+/// SwiGLU of two products, `out = silu(gate x) * (up x)` (`layer::swiglu`), band by band in one loop:
+/// each piece computes its rows of both products and the activation, so the activation runs on the
+/// team too and `up x` needs no buffer of its own.
+pub(crate) fn swiglu_products(
+    gate: &Matrix,
+    up: &Matrix,
+    x: &[f32],
+    out: &mut [f32],
+    pass: Pass,
+) -> Result<()> {
+    if up.rows != gate.rows {
+        return Err(WispError::InvalidInput(format!(
+            "SwiGLU of products with {} and {} rows",
+            gate.rows, up.rows
+        )));
+    }
+    let input = Input::new(x, gate.cols, pass, &[gate, up])?;
+    let work = gate.rows.saturating_mul(x.len()).saturating_mul(2);
+    parallel::for_each_band_of(vec![(out, gate.rows)], work, |_, band, outs| {
+        gate.band(&input, band.clone(), outs);
+        let mut ups = vec![0.0; outs.len() * band.len()];
+        let mut up_outs: Vec<&mut [f32]> = ups.chunks_exact_mut(band.len().max(1)).collect();
+        up.band(&input, band, &mut up_outs);
+        for (g, u) in outs.iter_mut().zip(&up_outs) {
+            layer::swiglu(g, u);
+        }
+    });
+    Ok(())
 }
 
 /// What a pass's products must agree with (see [`Matrix::matmul`]).
@@ -250,18 +340,6 @@ impl<'a> RowKernel for Quantized<'a> {
         let w = &self.bytes[row * self.row_bytes..(row + 1) * self.row_bytes];
         self.layout.dot(w, xs)
     }
-}
-
-/// `out[t * rows + r] = W[r] x[t]`, in bands of weight rows (`parallel::for_each_band`; `work`:
-/// multiply-adds in all).
-fn products<K>(k: &K, rows: usize, xs: &[K::X], work: usize, out: &mut [f32])
-where
-    K: RowKernel + Sync,
-    K::X: Sync,
-{
-    parallel::for_each_band(out, rows, work, |band, outs| {
-        band_products(k, band, xs, outs)
-    });
 }
 
 /// The weight rows `band` times every token `xs[t]`, into `outs[t]` (one value per row of the band):

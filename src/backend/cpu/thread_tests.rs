@@ -1,6 +1,6 @@
 //! The threaded loops (`threads` feature) give bit-identical results whatever the number of threads: the
-//! matrix products of every kernel type and attention, in rayon pools of 1 to 3 threads, on work large
-//! enough to be split.
+//! matrix products of every kernel type and attention, on teams of 1 to 3 threads, on work large
+//! enough to be split; and a team survives concurrent passes and passes started from inside it.
 
 use half::f16;
 
@@ -43,6 +43,8 @@ fn gguf(
     b
 }
 
+/// `f` as a pass (`parallel::on_pool`, as big as passes come) in a pool of `threads` threads: with more
+/// than one, on a team of them.
 fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -50,7 +52,7 @@ fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
         .unwrap();
     pool.install(|| {
         assert_eq!(parallel::threads(), threads);
-        f()
+        parallel::on_pool(usize::MAX, f)
     })
 }
 
@@ -149,4 +151,51 @@ fn attention_is_bit_identical_for_any_thread_count() {
             );
         }
     }
+}
+
+/// Passes entering one pool from several threads at once (natively, concurrent callers of a model's
+/// pool) each finish with the bits of a one-thread run: a pass whose leader is already busy for another
+/// team runs unsplit, and no thread waits inside another team's wait.
+#[test]
+fn concurrent_passes_share_a_pool() {
+    let mut rng = Rng(0x6a09_e667_f3bc_c908);
+    let (rows, cols, tokens) = (512, 256, 9);
+    let matrix = Matrix::dense(rows, cols, rng.values(rows * cols));
+    let x = rng.values(tokens * cols);
+    let product = || {
+        let mut out = vec![f32::NAN; tokens * rows];
+        matrix.matmul(&x, &mut out, Pass::Prefill).unwrap();
+        bits(&out)
+    };
+    let want = in_pool(1, product);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    std::thread::scope(|s| {
+        let callers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..25)
+                        .map(|_| pool.install(|| parallel::on_pool(usize::MAX, product)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for caller in callers {
+            for got in caller.join().unwrap() {
+                assert_eq!(got, want);
+            }
+        }
+    });
+}
+
+/// A pass started inside a pass (and so on a thread of its team) runs as part of that team.
+#[test]
+fn a_pass_inside_a_pass_stays_on_its_team() {
+    let tasks = in_pool(3, || {
+        parallel::on_pool(usize::MAX, || parallel::tasks(usize::MAX, 100))
+    });
+    assert!(tasks > 1);
+    assert_eq!(in_pool(3, || parallel::tasks(0, 100)), 1, "too little work");
 }
