@@ -16,7 +16,6 @@ import sys
 import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize
-from transformers import AutoTokenizer
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from make_decoder_fixtures import Reference  # noqa: E402
@@ -75,6 +74,10 @@ def main():
         w[name] = values
     cfg["vocab_size"] = w["model.embed_tokens.weight"].shape[0]
     reference = Reference(cfg, w)
+    # Imported here: tools/export_onnx_kv.py imports this module for `field` and `unpermute` only, and
+    # the benchmark's export needs no transformers.
+    from transformers import AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(str(GGUF.parent), gguf_file=GGUF.name)
     eos = int(field(reader, "tokenizer.ggml.eos_token_id"))
 
