@@ -77,9 +77,10 @@ impl Acc {
         }
     }
 
-    /// Adds block `b` of `x` times the block `n d + m`: `n` is 32 integer weights in four i16x8.
-    fn add(&mut self, n: &[v128; 4], d: f32, m: f32, x: QuantizedRow, b: usize) {
-        let c = &x.codes[b * QK..(b + 1) * QK];
+    /// Adds the block `c` of activation codes (scale `xs`, sum `xsum`) times the block `n d + m`: `n`
+    /// is 32 integer weights in four i16x8. Arrays, not slices: their loads need no bounds checks, which
+    /// were a third of a decoding token's instructions.
+    fn add(&mut self, n: &[v128; 4], d: f32, m: f32, c: &[i16; QK], xs: f32, xsum: f32) {
         let s = i32x4_add(
             i32x4_add(
                 i32x4_dot_i16x8(n[0], load(c, 0)),
@@ -90,9 +91,9 @@ impl Acc {
                 i32x4_dot_i16x8(n[3], load(c, 24)),
             ),
         );
-        let scale = f32x4_splat(d * x.scales[b]);
+        let scale = f32x4_splat(d * xs);
         self.lanes = f32x4_add(self.lanes, f32x4_mul(f32x4_convert_i32x4(s), scale));
-        self.offset += m * x.sums[b];
+        self.offset += m * xsum;
     }
 
     fn total(self) -> f32 {
@@ -117,19 +118,26 @@ fn join([a, b]: [v128; 2], [c, d]: [v128; 2]) -> [v128; 4] {
     [a, b, c, d]
 }
 
-/// Sums the blocks of `w` (each `block_bytes` long; `decode` gives its 32 integer weights, scale and
-/// offset) times each row of `xs`, a block decoded once for all `N` rows, as `dot::blocks`.
-fn blocks<const N: usize>(
+/// Sums the blocks of `w` (each `B` bytes; `decode` gives its 32 integer weights, scale and offset)
+/// times each row of `xs`, a block decoded once for all `N` rows, as `dot::blocks`.
+fn blocks<const N: usize, const B: usize>(
     w: &[u8],
     xs: [QuantizedRow; N],
-    block_bytes: usize,
-    decode: impl Fn(&[u8]) -> ([v128; 4], f32, f32),
+    decode: impl Fn(&[u8; B]) -> ([v128; 4], f32, f32),
 ) -> [f32; N] {
+    let (w, _) = w.as_chunks::<B>();
+    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
+    // A row of activations holds as many blocks as the weight row: checked once here, so that the
+    // compiler can drop the loop's checks.
+    assert!(xs
+        .iter()
+        .zip(&codes)
+        .all(|(x, c)| c.len() >= w.len() && x.scales.len() >= w.len() && x.sums.len() >= w.len()));
     let mut acc = [Acc::zero(); N];
-    for (b, block) in w.chunks_exact(block_bytes).enumerate() {
+    for (b, block) in w.iter().enumerate() {
         let (n, d, m) = decode(block);
-        for (a, &x) in acc.iter_mut().zip(&xs) {
-            a.add(&n, d, m, x, b);
+        for ((a, x), c) in acc.iter_mut().zip(&xs).zip(&codes) {
+            a.add(&n, d, m, &c[b], x.scales[b], x.sums[b]);
         }
     }
     acc.map(Acc::total)
@@ -344,7 +352,7 @@ fn store(out: &mut [f32], v: v128) {
 
 pub(crate) fn nibbles<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
     let mask = u8x16_splat(0x0F);
-    blocks(w, xs, NIBBLES_BYTES, |b| {
+    blocks::<N, NIBBLES_BYTES>(w, xs, |b| {
         let qs = load(b, 8);
         let n = join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4)));
         (n, f32_at(b, 0), f32_at(b, 4))
@@ -352,7 +360,7 @@ pub(crate) fn nibbles<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; 
 }
 
 pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    blocks(w, xs, BYTES_BYTES, |b| {
+    blocks::<N, BYTES_BYTES>(w, xs, |b| {
         let n = join(widen_i8(load(b, 4)), widen_i8(load(b, 20)));
         (n, f32_at(b, 0), 0.0)
     })
