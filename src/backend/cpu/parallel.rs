@@ -143,8 +143,8 @@ mod team {
     /// bundled model's one-token passes, 2 M).
     pub const MIN_PASS_WORK: usize = 1 << 23;
 
-    /// Multiply-adds below which a piece of work is not worth handing to another thread (about 2-4 us of
-    /// wasm SIMD; handing a piece to a spinning thread costs well under one).
+    /// Multiply-adds below which a piece of work is not worth handing to another thread (2-7 us of wasm
+    /// SIMD, f32 tiles to quantized rows; handing a piece to a spinning thread costs well under one).
     pub const MIN_TASK_WORK: usize = 1 << 15;
 
     /// Pieces per thread: more than one, so that a thread slowed by other work on the machine is helped
