@@ -1,6 +1,7 @@
 //! With the `threads` feature, the CPU backend gives the same bits on any number of threads: the bundled
-//! model (models/wisp-mini) prefills the start of a golden prompt (two 32-token chunks) and decodes
-//! greedily in rayon pools of 1 and 2 threads, and every logit is bit-identical. (A debug build runs
+//! model (models/wisp-mini) prefills the start of a golden prompt (64 tokens, one pass) and decodes
+//! greedily in rayon pools of 1 and 2 threads (a team of 2 for the prompt), and every logit is
+//! bit-identical. (A debug build runs
 //! this model at a few tokens a second, hence the short prompt; tests/bundled.rs checks the CPU
 //! backend's tokens against PyTorch's.)
 //!     cargo test --features threads --test cpu_threads
