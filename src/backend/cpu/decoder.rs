@@ -14,7 +14,7 @@ use crate::profile::{now_ms, Profile};
 /// and each of a chunk's loops is one handover to the other threads, so longer chunks cost less per
 /// token; the activations of a chunk (`CHUNK * intermediate_size` floats at most) stay small. Measured
 /// in Chromium, 256-token prompts: 128 against 32 took 7% less time on SmolLM2 on one thread and 13%
-/// less on two, and 11% less for the bundled model on two.
+/// less on two, and 13% less for the bundled model on two.
 const CHUNK: usize = 128;
 
 pub struct CpuDecoder {
