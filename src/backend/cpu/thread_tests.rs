@@ -199,3 +199,36 @@ fn a_pass_inside_a_pass_stays_on_its_team() {
     assert!(tasks > 1);
     assert_eq!(in_pool(3, || parallel::tasks(0, 100)), 1, "too little work");
 }
+
+/// The helpers really take pieces: in a team of 3, the pieces of one loop (64 chunks of 2 ms in 12
+/// pieces: the leader alone would need 128 ms, far longer than a helper takes to arrive even on a busy
+/// machine) run on more than one thread.
+#[test]
+fn a_team_spreads_a_loop_over_its_threads() {
+    let ran_on = std::sync::Mutex::new(std::collections::HashSet::new());
+    let mut out = vec![0.0f32; 256];
+    in_pool(3, || {
+        parallel::for_each_chunk(
+            &mut out,
+            4,
+            usize::MAX,
+            || (),
+            |_, i, chunk| {
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(2);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                chunk.fill(i as f32);
+                ran_on.lock().unwrap().insert(rayon::current_thread_index());
+            },
+        )
+    });
+    assert!(
+        ran_on.lock().unwrap().len() > 1,
+        "{:?}",
+        ran_on.lock().unwrap()
+    );
+    for (i, chunk) in out.chunks(4).enumerate() {
+        assert!(chunk.iter().all(|&v| v == i as f32));
+    }
+}
