@@ -19,6 +19,7 @@ import re
 import string
 
 from common import OUT, cjson, render
+from phrasing import EvalGuard, training_ask
 
 # ----------------------------------------------------------------------------------------------------------
 # entities
@@ -412,6 +413,8 @@ EVAL_ASKS = {
                    "Let me see my notes.", "Anything saved in my notes?", "Go through my notes for me.",
                    "Show all of my notes", "What have I noted so far?"],
 }
+
+PHRASE_GUARD = EvalGuard(EVAL_ASKS)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -923,9 +926,14 @@ class Builder:
             params[t.name] = ps
         return tools, rendered, params
 
+    COMPOSED = 0.0  # share of training requests for a demo tool worded by phrasing.compose (--composed)
+
     def asks_for(self, tool):
-        if self.eval_mode and tool.name in EVAL_ASKS:
-            return EVAL_ASKS[tool.name]
+        if tool.name in EVAL_ASKS:
+            if self.eval_mode:
+                return EVAL_ASKS[tool.name]
+            if self.rng.random() < self.COMPOSED:
+                return [training_ask(tool.name, self.rng, PHRASE_GUARD)]
         return tool.asks
 
     # one user request answered with a tool call -> result -> answer (or error)
@@ -950,6 +958,11 @@ class Builder:
             msgs.append({"role": "tool", "content": tool_json(res, rng)})
             msgs.append({"role": "assistant", "content": fmt_answer(tool, args, res, rng)})
 
+    JOINS = [", and ", ". Also ", " and then ", "; then ", ". After that, "]
+    # --composed: more ways to join two requests, several of which keep the first one's question mark
+    MORE_JOINS = ["? And ", "? Also, ", "? And also ", " and ", " & ", ", plus ", ". Then ", "\n", " - also ",
+                  ", then ", ". Oh and ", "? Then ", ". Next, ", " + ", ", and also "]
+
     def episode_two(self, t1, t2, params, msgs):
         """Two requests in one message: call, result, call, result, answer (sometimes both calls at once)."""
         rng = self.rng
@@ -960,7 +973,7 @@ class Builder:
         q1 = ask_text(t1, v1, rng, self.asks_for(t1), 0.5).rstrip("?.!")
         q2 = ask_text(t2, v2, rng, self.asks_for(t2), 0.5)
         q2 = q2[0].lower() + q2[1:] if q2 and not q2[:2].isupper() else q2
-        msgs.append({"role": "user", "content": q1 + rng.choice([", and ", ". Also ", " and then ", "; then ", ". After that, "]) + q2})
+        msgs.append({"role": "user", "content": q1 + rng.choice(self.JOINS) + q2})
         r1, r2 = t1.result(a1, rng, self.ctx), t2.result(a2, rng, self.ctx)
         if rng.random() < 0.3:
             msgs.append({"role": "assistant", "content": None, "tool_calls": [
@@ -1021,25 +1034,36 @@ class Builder:
             msgs += [{"role": "user", "content": st[0]}, {"role": "assistant", "content": rng.choice(st[1])}]
         return msgs, rendered
 
+    ABSENT_DEMO = 0.0  # share of absent-tool requests that ask for a demo tool (--composed)
+
+    def absent_turn(self, names, msgs):
+        """A request for a tool that is not in this prompt: say so, call nothing."""
+        rng = self.rng
+        absent_demo = [t for t in self.demo if t.name not in names]
+        absent = [t for t in self.demo + self.catalogue if t.name not in names]
+        t = rng.choice(absent_demo if absent_demo and rng.random() < self.ABSENT_DEMO else absent)
+        vals = tool_args(t, t.params, rng, self.ctx)
+        msgs.append({"role": "user", "content": ask_text(t, vals, rng, self.asks_for(t))})
+        msgs.append({"role": "assistant", "content": unavailable_answer(t, names, rng)})
+
+    # episode mix: single call, two requests, a tool that is not there, small talk (missing argument: the rest)
+    SHARES = (0.5, 0.62, 0.75, 0.9)
+
     def episode(self, tools, params, msgs):
         rng = self.rng
         k = rng.random()
         names = [t.name for t in tools]
-        if k < 0.5:
+        single, two, absent, talk = self.SHARES
+        if k < single:
             t = rng.choice(tools)
             self.episode_call(t, params[t.name], msgs, error=rng.random() < 0.12)
-        elif k < 0.62 and len(tools) >= 1:
+        elif k < two and len(tools) >= 1:
             t1, t2 = rng.choice(tools), rng.choice(tools)
             if not self.episode_two(t1, t2, params, msgs):
                 self.episode_call(t1, params[t1.name], msgs)
-        elif k < 0.75:
-            # request for a tool that is not in this prompt
-            absent = [t for t in self.demo + self.catalogue if t.name not in names]
-            t = rng.choice(absent)
-            vals = tool_args(t, t.params, rng, self.ctx)
-            msgs.append({"role": "user", "content": ask_text(t, vals, rng, self.asks_for(t))})
-            msgs.append({"role": "assistant", "content": unavailable_answer(t, names, rng)})
-        elif k < 0.9:
+        elif k < absent:
+            self.absent_turn(names, msgs)
+        elif k < talk:
             st = rng.choice(SMALLTALK)
             text = noisy(st[0], rng, 0.7)
             if st[1] is None:
@@ -1126,9 +1150,29 @@ def recase(w, rng):
     return w[:i].capitalize() + w[i:].capitalize()
 
 
+_PIECES = []
+
+
+def vocab_word(rng):
+    """A made-up word of 1-3 letter-only pieces of the tokenizer's vocabulary, drawn uniformly: natural text
+    leaves hundreds of the 2,048 tokens (`ard`, `bl`, `ight`...) rare or unseen, and a name or unit made of
+    them could not be copied. Used only with --vocab-words."""
+    if not _PIECES:
+        vocab = json.load(open(OUT / "tokenizer.json", encoding="utf-8"))["model"]["vocab"]
+        _PIECES.extend(sorted(t for t in vocab if t.isascii() and t.isalpha()))
+    return "".join(rng.choice(_PIECES) for _ in range(rng.choice([1, 2, 2, 3])))
+
+
+VOCAB_WORDS = 0.0  # share of made-up words taken from vocab_word (--vocab-words)
+
+
+def wild_word(rng, syl):
+    return vocab_word(rng) if rng.random() < VOCAB_WORDS else made_up(rng, syl)
+
+
 def wild_name(rng):
     """1-3 made-up words of 1-5 syllables, mixed case, sometimes with digits, a hyphen or an apostrophe."""
-    words = [recase(made_up(rng, rng.choice([1, 2, 3, 3, 4, 5])), rng) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
+    words = [recase(wild_word(rng, rng.choice([1, 2, 3, 3, 4, 5])), rng) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
     r = rng.random()
     if r < 0.15:
         words.append(str(rng.randint(1, 9999)))
@@ -1159,7 +1203,7 @@ def wild_expr(rng):
 
 
 def wild_text(rng):
-    pick = lambda: rng.choice([rng.choice(WORDS + PRODUCTS + NOTE_STARTS), made_up(rng), wild_name(rng),
+    pick = lambda: rng.choice([rng.choice(WORDS + PRODUCTS + NOTE_STARTS), wild_word(rng, None), wild_name(rng),
                                str(wild_number(rng)), "#" + str(rng.randint(1, 999)), rng.choice(FIRST)])
     words = [pick() for _ in range(rng.randint(2, 8))]
     if len(words) > 2 and rng.random() < 0.4:
@@ -1169,7 +1213,7 @@ def wild_text(rng):
 
 
 def wild_unit(rng):
-    return made_up(rng, rng.choice([1, 2, 2, 3])) + rng.choice(["", "", "s", "s"])
+    return wild_word(rng, rng.choice([1, 2, 2, 3])) + rng.choice(["", "", "s", "s"])
 
 
 class CopyCtx(Ctx):
@@ -1239,6 +1283,7 @@ class CopyBuilder(Builder):
             vals["from"], vals["to"] = self.ctx.fresh(lambda: wild_unit(self.rng)), self.ctx.fresh(lambda: wild_unit(self.rng))
         return vals
 
+    ABSENT_TURNS = 0.0  # share of turns asking for a tool that is not in the prompt (--composed)
     REPEAT = 0.0  # share of tool-less conversations made only of repeat-back turns (the densest copy signal)
 
     def repeat_turn(self, msgs):
@@ -1270,10 +1315,13 @@ class CopyBuilder(Builder):
             if r < 0.1:
                 self.repeat_turn(msgs)
                 continue
+            if r < 0.1 + self.ABSENT_TURNS:
+                self.absent_turn([x.name for x in tools], msgs)
+                continue
             t = rng.choice(tools)
             vals = self.copy_args(t, params[t.name])
             args = ordered(params[t.name], vals)
-            msgs.append({"role": "user", "content": ask_text(t, vals, rng, t.asks, 0.5)})
+            msgs.append({"role": "user", "content": ask_text(t, vals, rng, self.asks_for(t), 0.5)})
             msgs.append(call_msg(t.name, args))
             if t.name == "list_notes":
                 res = {"notes": [self.ctx.fresh(lambda: wild_text(rng)) for _ in range(rng.randint(1, 3))]}
@@ -1407,8 +1455,15 @@ def main():
                          "entities and procedural tools out of the new data")
     ap.add_argument("--repeat", type=float, default=0.0,
                     help="share of the copy-mode conversations that are tool-less repeat-back drills")
+    ap.add_argument("--composed", type=float, default=0.0,
+                    help="share of demo-tool requests worded by phrasing.compose; also more two-request and "
+                         "absent-tool episodes and more ways to join two requests")
+    ap.add_argument("--vocab-words", type=float, default=0.0,
+                    help="share of the copy mode's made-up words built from random vocabulary pieces")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
+    global VOCAB_WORDS
+    VOCAB_WORDS = args.vocab_words
 
     split_rng = random.Random(1234)
     cities = REAL_CITIES[:]
@@ -1439,6 +1494,12 @@ def main():
     cb = CopyBuilder(rng, CopyCtx(rng, train_cities, guard), demo, cat, proc) if args.copy else None
     if cb:
         cb.REPEAT = args.repeat
+    if args.composed:
+        for x in filter(None, (b, cb)):
+            x.COMPOSED, x.JOINS, x.SHARES = args.composed, x.JOINS + x.MORE_JOINS, (0.42, 0.62, 0.8, 0.9)
+            x.ABSENT_DEMO = 0.6
+        if cb:
+            cb.ABSENT_TURNS = 0.12
     n_chars = 0
     with open(OUT / f"{args.name}.jsonl", "w") as f:
         for i in range(args.train):
