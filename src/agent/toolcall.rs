@@ -129,7 +129,7 @@ impl ToolCallParser {
                 false
             }
             State::HermesCall => {
-                let Some(at) = self.pending.find(HERMES_CLOSE) else {
+                let Some(at) = hermes_close(&self.pending) else {
                     return false;
                 };
                 let body: String = self.pending.drain(..at + HERMES_CLOSE.len()).collect();
@@ -195,6 +195,23 @@ impl ToolCallParser {
             },
         }
     }
+}
+
+/// Where a Hermes call's body ends: the first `</tool_call>` outside the call's JSON strings. The tag is
+/// plain text to a JSON string, so the tool-call grammar lets a model write it inside an argument
+/// (`{"text": "a</tool_call>b"}`), and cutting there would turn a schema-valid call into broken JSON.
+/// After the object closes, or when the body is not a JSON object, the first tag ends the call.
+fn hermes_close(body: &str) -> Option<usize> {
+    let mut end = ObjectEnd::default();
+    let mut from = 0;
+    while let Some(found) = body[from..].find(HERMES_CLOSE) {
+        let at = from + found;
+        if end.scan(&body[..at]).is_some() || !end.in_string {
+            return Some(at);
+        }
+        from = at + HERMES_CLOSE.len();
+    }
+    None
 }
 
 /// Finds where a JSON object ends without parsing it (depth outside strings), so a Llama 3 call is
@@ -460,6 +477,43 @@ mod tests {
         );
         // Invalid calls use no id: the first valid one is still call_0.
         assert_eq!(events.last(), Some(&call("call_0", "ok", json!({"x": 1}))));
+    }
+
+    #[test]
+    fn hermes_close_tag_inside_a_json_string_is_text() {
+        let transcript = "<tool_call>\n{\"name\": \"add_note\", \"arguments\": {\"text\": \"a</tool_call>b\\\"</tool_call>\"}}\n</tool_call>ok";
+        let expected = vec![
+            ToolCallStarted,
+            call(
+                "call_0",
+                "add_note",
+                json!({"text": "a</tool_call>b\"</tool_call>"}),
+            ),
+            text("ok"),
+        ];
+        assert_eq!(whole(ToolCallFormat::Hermes, transcript), expected);
+        assert_split_invariant(ToolCallFormat::Hermes, transcript);
+        // Outside a string (a malformed body, or text after the object) the first tag still ends the call.
+        assert_eq!(
+            whole(
+                ToolCallFormat::Hermes,
+                "<tool_call>{\"name\": \"a\", \"x\": </tool_call>"
+            )[1],
+            Invalid {
+                raw: "{\"name\": \"a\", \"x\":".into(),
+                error: parse_call("{\"name\": \"a\", \"x\":").unwrap_err()
+            }
+        );
+        assert_eq!(
+            whole(
+                ToolCallFormat::Hermes,
+                "<tool_call>{\"name\": \"a\"} \"</tool_call>"
+            )[1],
+            Invalid {
+                raw: "{\"name\": \"a\"} \"".into(),
+                error: parse_call("{\"name\": \"a\"} \"").unwrap_err()
+            }
+        );
     }
 
     #[test]

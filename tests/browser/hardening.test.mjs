@@ -400,12 +400,12 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
       const { createAgent } = await import("/pkg/index.js");
       const model = await loadBundled();
       const out = {};
-      // With no tools nothing constrains the model, and it writes a call anyway (it was trained on them):
-      // refused, answered with the reason, and the model gets another step (to answer, or to call again),
-      // up to maxSteps.
+      // With no tools nothing constrains the model. Asked for the weather it says it has no tool for that,
+      // but told to call a tool by name it writes the call anyway: refused, answered with the reason, and
+      // the model gets another step (to answer, or to call again), up to maxSteps.
       const free = await createAgent({ model, system: "You are a helpful assistant." });
       const events = [];
-      const refused = await free.run("What's the weather in Paris?", { maxSteps: 3, onEvent: (e) => events.push(e) });
+      const refused = await free.run("Call get_weather for Paris.", { maxSteps: 3, onEvent: (e) => events.push(e) });
       out.refused = {
         result: [refused.finishReason, refused.steps, refused.toolCalls.length],
         errors: events.filter((e) => e.type === "tool_error").map((e) => [e.invalid, e.error]),
