@@ -926,13 +926,14 @@ class Builder:
             params[t.name] = ps
         return tools, rendered, params
 
+    # Options at 0 draw no random numbers, so the commands of earlier phases still give the same data.
     COMPOSED = 0.0  # share of training requests for a demo tool worded by phrasing.compose (--composed)
 
     def asks_for(self, tool):
         if tool.name in EVAL_ASKS:
             if self.eval_mode:
                 return EVAL_ASKS[tool.name]
-            if self.rng.random() < self.COMPOSED:
+            if self.COMPOSED and self.rng.random() < self.COMPOSED:
                 return [training_ask(tool.name, self.rng, PHRASE_GUARD)]
         return tool.asks
 
@@ -1041,7 +1042,7 @@ class Builder:
         rng = self.rng
         absent_demo = [t for t in self.demo if t.name not in names]
         absent = [t for t in self.demo + self.catalogue if t.name not in names]
-        t = rng.choice(absent_demo if absent_demo and rng.random() < self.ABSENT_DEMO else absent)
+        t = rng.choice(absent_demo if absent_demo and self.ABSENT_DEMO and rng.random() < self.ABSENT_DEMO else absent)
         vals = tool_args(t, t.params, rng, self.ctx)
         msgs.append({"role": "user", "content": ask_text(t, vals, rng, self.asks_for(t))})
         msgs.append({"role": "assistant", "content": unavailable_answer(t, names, rng)})
@@ -1167,7 +1168,7 @@ VOCAB_WORDS = 0.0  # share of made-up words taken from vocab_word (--vocab-words
 
 
 def wild_word(rng, syl):
-    return vocab_word(rng) if rng.random() < VOCAB_WORDS else made_up(rng, syl)
+    return vocab_word(rng) if VOCAB_WORDS and rng.random() < VOCAB_WORDS else made_up(rng, syl)
 
 
 def wild_name(rng):

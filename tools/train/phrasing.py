@@ -116,8 +116,8 @@ LIST_Q = ["what notes do I have?", "what's in my notes?", "do I have notes?", "w
           "have I got any notes?", "what are my saved notes?", "show notes", "any notes saved?", "list them notes"]
 
 
-def _clause(rng, verb_list, np_list, fill):
-    return _pick(rng, verb_list) + " " + fill(_pick(rng, np_list))
+def _clause(rng, verb_list, np_list):
+    return _pick(rng, verb_list) + " " + _pick(rng, np_list)
 
 
 def compose(tool_name, rng):
@@ -132,7 +132,7 @@ def compose(tool_name, rng):
                     .replace("{p}", _pick(rng, PREP_PLACE)).replace("{w}", w)
                     .replace("{wnp}", _pick(rng, WEATHER_NP)))
         if r < 0.45:
-            body = _clause(rng, WEATHER_VERB, WEATHER_NP, lambda s: s) + " " + _pick(rng, PREP_FOR + PREP_PLACE) + " {city}" + w
+            body = _clause(rng, WEATHER_VERB, WEATHER_NP) + " " + _pick(rng, PREP_FOR + PREP_PLACE) + " {city}" + w
             return _frame(rng, body)
         return _question(rng, f(_pick(rng, WEATHER_Q)))
     if tool_name == "get_time":
@@ -142,16 +142,16 @@ def compose(tool_name, rng):
             return (s.replace("{tod}", _pick(rng, TOD)).replace("{doing}", _pick(rng, DOING))
                     .replace("{p}", _pick(rng, PREP_PLACE)).replace("{w}", w).replace("{tnp}", _pick(rng, TIME_NP)))
         if r < 0.45:
-            body = _clause(rng, TIME_VERB, TIME_NP, lambda s: s) + " " + _pick(rng, PREP_PLACE + ["for"]) + " {city}" + w
+            body = _clause(rng, TIME_VERB, TIME_NP) + " " + _pick(rng, PREP_PLACE + ["for"]) + " {city}" + w
             return _frame(rng, body)
         return _question(rng, f(_pick(rng, TIME_Q)))
     if tool_name == "calculate":
         if r < 0.5:
-            return _frame(rng, _clause(rng, CALC_VERB, CALC_NP, lambda s: s))
+            return _frame(rng, _clause(rng, CALC_VERB, CALC_NP))
         return _question(rng, _pick(rng, CALC_Q))
     if tool_name == "convert_units":
         if r < 0.5:
-            return _frame(rng, _clause(rng, CONV_VERB, CONV_NP, lambda s: s))
+            return _frame(rng, _clause(rng, CONV_VERB, CONV_NP))
         return _question(rng, _pick(rng, CONV_Q))
     if tool_name == "add_note":
         if r < 0.7:
@@ -162,7 +162,7 @@ def compose(tool_name, rng):
         return _question(rng, _pick(rng, NOTE_Q), tail=False)
     if tool_name == "list_notes":
         if r < 0.5:
-            return _frame(rng, _clause(rng, LIST_VERB, LIST_NP, lambda s: s))
+            return _frame(rng, _clause(rng, LIST_VERB, LIST_NP))
         return _question(rng, _pick(rng, LIST_Q))
     raise KeyError(tool_name)
 
