@@ -42,7 +42,7 @@ threaded threads ""
 glue wisp_core_mt target/threads/wasm32-unknown-unknown/release/wisp.wasm
 threaded threads-relaxed ",+relaxed-simd"
 glue wisp_core_mt_relaxed target/threads-relaxed/wasm32-unknown-unknown/release/wisp.wasm
-cp pkg-templates/* pkg/
+cp pkg-templates/* LICENSE-MIT LICENSE-APACHE pkg/
 # The package's files, for service workers that precache it (www/sw.js): snippet paths change every build.
 node -e 'const fs = require("fs"); const files = fs.readdirSync("pkg", { recursive: true }).filter((f) => fs.statSync(`pkg/${f}`).isFile() && f !== "files.json").sort(); fs.writeFileSync("pkg/files.json", JSON.stringify(files, null, 1) + "\n")'
 for wasm in wisp_core_bg.wasm wisp_core_relaxed_bg.wasm wisp_core_mt_bg.wasm wisp_core_mt_relaxed_bg.wasm; do
