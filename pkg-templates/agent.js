@@ -6,12 +6,17 @@
 // fails, is aborted or is left early leaves the conversation as it was before it.
 // In worker mode the core (conversation, parser, model) is a RemoteAgent in the worker whose methods all
 // return promises; this loop awaits every core call, so the same code serves both.
-import { WispError } from "./errors.js";
-import { checkText, samplingParams } from "./requests.js";
+import { WispError, crashedError, toWispError } from "./errors.js";
+import { checkCount, checkInput, samplingParams } from "./requests.js";
 import { breathe } from "./event-loop.js";
+import { queueOf } from "./queue.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_MAX_RESULT_CHARS = 4000;
+// setTimeout's longest delay: a longer one fires at once.
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+// Results longer than this never cross into wasm whole (a 50 MB string); the core then cuts what is left
+// to `maxResultTokens` tokens.
+const PRECUT_CHARS = 65_536;
 
 function abortError(signal) {
   return signal?.reason ?? new DOMException("the run was aborted", "AbortError");
@@ -25,8 +30,11 @@ function toData(value) {
   try {
     const text = JSON.stringify(value);
     if (text === undefined) throw new TypeError(`a ${typeof value} is not JSON`);
-    return { data: JSON.parse(text), text };
+    const data = JSON.parse(text);
+    checkInput(data, "the result", "TOOL_RESULT_NOT_JSON");
+    return { data, text };
   } catch (e) {
+    if (e instanceof WispError) throw e;
     throw new WispError("TOOL_RESULT_NOT_JSON", `the tool returned something that is not JSON: ${e.message}`);
   }
 }
@@ -55,29 +63,38 @@ export class Agent {
   #core;
   #tools = new Map();
   #options;
-  #running = false;
   #closed = false;
   #release;
+  #alive;
+  #running = false;
+  // The model's queue: each model message of a run waits its turn there, so agents and calls sharing the
+  // model interleave between messages, never inside one.
+  #model;
   // Worker mode: tool registrations still on their way to the worker; a failed one rejects the next run.
   #pending = [];
 
-  constructor(coreAgent, options, release) {
+  // `release`: frees what the agent owns (the model createAgent loaded); `alive()`: whether the core's wasm
+  // instance is still usable (false after a trap; errors.js); `queue`: the model's queue.
+  constructor(coreAgent, options, { release, alive = () => true, queue }) {
     this.#core = coreAgent;
     this.#options = options;
     this.#release = release;
+    this.#alive = alive;
+    this.#model = queue;
   }
 
   /** Frees the agent, and the model too when `createAgent` loaded it. Later calls reject with SESSION_CLOSED. */
   close() {
     if (this.#closed) return;
     this.#closed = true;
-    this.#core.free();
+    if (this.#alive()) this.#core.free();
     this.#release?.();
   }
 
   // The core, unless the agent was closed (a tool may close it in the middle of a run).
   #live() {
     if (this.#closed) throw new WispError("SESSION_CLOSED", "this agent was closed");
+    if (!this.#alive()) throw crashedError();
     return this.#core;
   }
 
@@ -88,7 +105,8 @@ export class Agent {
   tool(spec, fn) {
     if (spec === null || typeof spec !== "object") throw new WispError("INVALID_TOOL", "a tool is described by { name, description, parameters }");
     if (typeof fn !== "function") throw new WispError("INVALID_TOOL", `tool '${spec.name}' needs a function`);
-    checkText(spec, `tool '${spec.name}'`, "INVALID_TOOL");
+    checkInput(spec, `tool '${spec.name}'`, "INVALID_TOOL");
+    checkCount(spec.timeoutMs, `timeoutMs of tool '${spec.name}'`, { max: MAX_TIMEOUT_MS, code: "INVALID_TOOL" });
     const core = this.#live();
     const added = wrap(() => core.addTool({ parameters: { type: "object", properties: {} }, ...spec }));
     const entry = { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS };
@@ -101,7 +119,7 @@ export class Agent {
           if (previous) this.#tools.set(spec.name, previous);
           else this.#tools.delete(spec.name);
         }
-        throw e?.code && !(e instanceof WispError) ? new WispError(e.code, e.message) : e;
+        throw toWispError(e);
       });
       // The next run reports the failure; until then it must not count as unhandled.
       registered.catch(() => {});
@@ -167,7 +185,8 @@ export class Agent {
     return { [Symbol.asyncIterator]: events, result };
   }
 
-  // One run at a time: a second `run` while one is in progress rejects with BUSY (it does not queue).
+  // One run at a time: a second `run` while one is in progress rejects with BUSY (it does not queue: a
+  // tool that runs its own agent would wait for itself).
   async *#events(input, options, done) {
     if (this.#running) throw new WispError("BUSY", "this agent is already running; await the current run first");
     this.#live();
@@ -178,8 +197,9 @@ export class Agent {
       const pending = this.#pending.splice(0);
       await Promise.all(pending);
       if (typeof input !== "string") throw new WispError("INVALID_REQUEST", "run() takes the user's message as a string");
-      checkText(input, "the message");
-      checkText(options.stop, "stop");
+      checkInput(input, "the message");
+      checkInput(options.stop, "stop");
+      checkInput(options.responseFormat ?? this.#options.responseFormat, "responseFormat", "RESPONSE_FORMAT");
       mark = await this.#live().messageCount;
       yield* this.#loop(input, options, (result) => {
         finished = true;
@@ -221,12 +241,16 @@ export class Agent {
     const started = performance.now();
     for (let step = 1; step <= maxSteps; step++) {
       yield { type: "step_start", step };
-      const turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
       const calls = [];
       let refused = 0;
       let text = "";
       let finish;
+      const release = await this.#model.acquire(options);
+      // The tools as the turn's grammar and argument checks see them: a call is run only by the same tool.
+      const tools = new Map(this.#tools);
+      let turn;
       try {
+        turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
         do {
           await breathe();
           if (signal?.aborted) throw abortError(signal);
@@ -253,7 +277,8 @@ export class Agent {
         usage.completionTokens += u.completionTokens;
         usage.forcedTokens += u.forcedTokens;
       } finally {
-        turn.free();
+        if (this.#alive()) turn?.free();
+        release();
       }
       yield { type: "step_end", step, finishReason: finish };
       // A message whose calls were all refused goes on too: the model reads why (its tool messages) and
@@ -266,7 +291,7 @@ export class Agent {
       }
       if (toolChoice !== "none") toolChoice = "auto";
       if (signal?.aborted) throw abortError(signal);
-      const outcomes = await Promise.all(calls.map((call) => this.#runTool(call, signal)));
+      const outcomes = await Promise.all(calls.map((call) => this.#runTool(call, tools.get(call.name), signal)));
       for (const { entered, ...outcome } of outcomes) {
         toolCalls.push(outcome);
         await wrapAsync(() => this.#live().pushToolResult(outcome.id, outcome.name, entered.result, entered.omitted));
@@ -281,12 +306,14 @@ export class Agent {
     yield { type: "final", ...result };
   }
 
-  async #runTool(call, signal) {
+  // `tool`: the registration the call was checked against.
+  async #runTool(call, tool, signal) {
     const started = performance.now();
     const outcome = { id: call.id, name: call.name, arguments: call.arguments };
-    const tool = this.#tools.get(call.name);
-    if (!tool) {
-      const error = `the tool '${call.name}' was removed`;
+    const now = this.#tools.get(call.name);
+    if (!now || now !== tool) {
+      // Replaced while the model wrote the call: the arguments were checked against the old schema.
+      const error = now ? `the tool '${call.name}' was replaced while it was being called; call it again` : `the tool '${call.name}' was removed`;
       return { ...outcome, error, entered: { result: `error: ${error}`, omitted: 0 }, ms: 0 };
     }
     const controller = new AbortController();
@@ -306,7 +333,7 @@ export class Agent {
       const run = Promise.resolve().then(() => tool.fn(structuredClone(call.arguments), { signal: controller.signal, id: call.id }));
       const value = await Promise.race([run, timeout, aborted]);
       const data = toData(value);
-      return { ...outcome, result: data.data, entered: clip(data, this.#options.maxResultChars), ms: performance.now() - started };
+      return { ...outcome, result: data.data, entered: clip(data, this.#options.maxResultChars ?? PRECUT_CHARS), ms: performance.now() - started };
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
       const error = describe(e);
@@ -332,7 +359,7 @@ function wrap(fn) {
   try {
     return fn();
   } catch (e) {
-    throw e?.code ? new WispError(e.code, e.message) : e;
+    throw toWispError(e);
   }
 }
 
@@ -340,23 +367,27 @@ async function wrapAsync(fn) {
   try {
     return await fn();
   } catch (e) {
-    throw e?.code && !(e instanceof WispError) ? new WispError(e.code, e.message) : e;
+    throw toWispError(e);
   }
 }
 
 function splitOptions(model, options) {
-  const { system, toolCallFormat, maxResultChars = DEFAULT_MAX_RESULT_CHARS, ...rest } = options;
-  return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars }, { ...rest, maxResultChars }];
+  const { system, toolCallFormat, maxResultChars, maxResultTokens, ...rest } = options;
+  checkCount(maxResultChars, "maxResultChars");
+  checkCount(maxResultTokens, "maxResultTokens");
+  checkCount(rest.maxSteps, "maxSteps");
+  checkCount(rest.maxTokens, "maxTokens");
+  return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens }, { ...rest, maxResultChars }];
 }
 
-/** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, temperature, maxTokens, toolChoice }`. */
+/** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */
 export function createAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
-  return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, release);
+  return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, { release, alive: () => model.alive, queue: queueOf(model) });
 }
 
 /** The same over a `WorkerModel`: the conversation lives in its worker, the loop and the tools on the page. */
 export async function createWorkerAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
-  return new Agent(await model.agentCore(coreOptions), rest, release);
+  return new Agent(await model.agentCore(coreOptions), rest, { release, queue: queueOf(model) });
 }

@@ -1,8 +1,18 @@
 // Downloads for model loading: streamed with progress, kept in the Cache API so that a second load works
-// offline, checked against a sha256 when one is given, and cancellable with an AbortSignal.
+// offline, checked against a sha256 (and size) when the manifest gives them, and cancellable with an
+// AbortSignal.
+//
+// What the cache may serve: a file whose sha256 the manifest gives is served from the cache when the
+// cached bytes match it (the hash pins the content); any other file is revalidated with the server first
+// (a conditional request on the ETag / Last-Modified it came with) and served from the cache only when the
+// server says it is unchanged or cannot be reached (offline); a server that sends neither is not asked. A manifest is always asked of the server
+// first (`prefer: "network"`), so that a model update reaches returning users. Nothing is cached until the
+// caller says it parsed (`keep()`), so a broken deploy never sticks.
 import { WispError } from "./errors.js";
 
 const CACHE_NAME = "wisp-models-v1";
+// Response headers kept with a cached file, for revalidation.
+const VALIDATORS = ["etag", "last-modified"];
 
 function abortError(signal) {
   const reason = signal?.reason;
@@ -60,43 +70,121 @@ async function sha256Hex(bytes) {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/**
- * The bytes at `url`: from the cache when present, else downloaded (and cached). With `sha256`, the bytes
- * must match it, or the load fails with HASH_MISMATCH and nothing is cached.
- */
-export async function fetchBytes(url, { onProgress, signal, sha256, cache = true } = {}) {
-  const href = new URL(url, globalThis.location?.href).href;
-  if (signal?.aborted) throw abortError(signal);
-  const store = cache ? await openCache() : null;
-  const cached = store ? await store.match(href) : undefined;
-  let bytes;
-  let fromCache = false;
-  if (cached) {
-    bytes = await readWithProgress(cached, href, onProgress, signal);
-    fromCache = true;
-  } else {
-    let response;
-    try {
-      response = await fetch(href, { signal });
-    } catch (e) {
-      if (signal?.aborted) throw abortError(signal);
-      throw new WispError("FETCH_FAILED", `could not fetch ${href}: ${e?.message ?? e}`);
-    }
-    if (!response.ok) throw new WispError("FETCH_FAILED", `could not fetch ${href}: HTTP ${response.status}`);
-    bytes = await readWithProgress(response, href, onProgress, signal);
-  }
+// Why `bytes` are not the file the manifest describes, if they are not.
+async function mismatch(bytes, { sha256, size }) {
+  if (size !== undefined && bytes.byteLength !== size) return `has ${bytes.byteLength} bytes; the manifest says ${size}`;
   if (sha256) {
     const got = await sha256Hex(bytes);
-    if (got !== sha256.toLowerCase()) {
-      if (fromCache) await store.delete(href);
-      throw new WispError("HASH_MISMATCH", `${href} has sha256 ${got}, expected ${sha256}`);
+    if (got !== sha256.toLowerCase()) return `has sha256 ${got}, expected ${sha256}`;
+  }
+  return null;
+}
+
+// A network request for `href`: the response, or null when the network cannot be reached (offline, DNS, a
+// refused connection). `headers`: a conditional request's validators.
+async function request(href, signal, headers = {}) {
+  try {
+    // "no-store": the validators are ours; the HTTP cache must neither answer nor keep a second copy.
+    return await fetch(href, { signal, headers, cache: "no-store" });
+  } catch (e) {
+    if (signal?.aborted) throw abortError(signal);
+    return null;
+  }
+}
+
+/** A URL for `value`: relative to the page; in Node (no page) a path relative to the working directory. */
+export function resolveUrl(value) {
+  if (globalThis.location || value instanceof URL || /^[a-z][a-z0-9+.-]*:/i.test(String(value))) {
+    return new URL(value, globalThis.location?.href);
+  }
+  return new URL(String(value), `file://${globalThis.process?.cwd?.() ?? ""}/`);
+}
+
+/** The bytes of a `file:` URL, read from disk (Node; its fetch reads no `file:` URLs). */
+export async function readFileUrl(url) {
+  // A name in a variable: bundlers for the browser must not try to resolve a Node module.
+  const fs = "node:fs/promises";
+  const { readFile } = await import(/* @vite-ignore */ fs);
+  try {
+    return new Uint8Array(await readFile(url));
+  } catch (e) {
+    throw new WispError("FETCH_FAILED", `could not read ${url.href}: ${e?.message ?? e}`);
+  }
+}
+
+/**
+ * The bytes at `url`, resolving to `{ bytes, fromCache, keep }`: `keep()` stores freshly downloaded bytes in
+ * the cache (call it once they parsed), `fromCache` says they came from there. With `sha256` and `size` the
+ * bytes must match them, or the load fails with HASH_MISMATCH (a cached copy that does not match is
+ * dropped and downloaded again). `prefer: "network"` asks the server first and falls back to the cache only
+ * when the server cannot be reached; `cache: false` neither reads nor writes the cache.
+ */
+export async function fetchFile(url, { onProgress, signal, sha256, size, cache = true, prefer = "cache" } = {}) {
+  const resolved = resolveUrl(url);
+  const href = resolved.href;
+  if (signal?.aborted) throw abortError(signal);
+  if (resolved.protocol === "file:") {
+    const bytes = await readFileUrl(resolved);
+    const why = await mismatch(bytes, { sha256, size });
+    if (why) throw new WispError("HASH_MISMATCH", `${href} ${why}`);
+    return { bytes, fromCache: false, keep: async () => {} };
+  }
+  const store = cache ? await openCache() : null;
+  const cached = store ? await store.match(href) : undefined;
+  const fromCache = async () => ({ bytes: await readWithProgress(cached, href, onProgress, signal), fromCache: true, keep: async () => {} });
+  let response;
+  if (cached && sha256 && prefer !== "network") {
+    const hit = await fromCache();
+    if (!(await mismatch(hit.bytes, { sha256, size }))) return hit;
+    await store.delete(href);
+    response = await request(href, signal);
+  } else if (cached) {
+    const validators = {};
+    const etag = cached.headers.get("etag");
+    const modified = cached.headers.get("last-modified");
+    if (etag) validators["if-none-match"] = etag;
+    if (modified) validators["if-modified-since"] = modified;
+    // A server that gave no validators cannot be asked cheaply: its files are served from the cache (a copy
+    // that then fails to parse is dropped and downloaded again by the loader).
+    if (!etag && !modified && prefer !== "network") response = null;
+    else response = await request(href, signal, validators);
+    // Unchanged, or offline: the cached copy. (It still has to match the manifest.)
+    if (!response || response.status === 304) {
+      const hit = await fromCache();
+      const why = await mismatch(hit.bytes, { sha256, size });
+      if (!why) return hit;
+      await store.delete(href);
+      if (!response) throw new WispError("HASH_MISMATCH", `the cached ${href} ${why}, and the server cannot be reached`);
+      response = await request(href, signal);
     }
+  } else {
+    response = await request(href, signal);
   }
-  if (store && !fromCache) {
-    const headers = { "content-type": "application/octet-stream", "content-length": String(bytes.byteLength) };
-    await store.put(href, new Response(bytes, { headers })).catch(() => {});
+  if (!response) throw new WispError("FETCH_FAILED", `could not fetch ${href}: the network cannot be reached`);
+  if (!response.ok) throw new WispError("FETCH_FAILED", `could not fetch ${href}: HTTP ${response.status}`);
+  const declared = Number(response.headers.get("content-length"));
+  if (size !== undefined && declared && declared !== size) {
+    await response.body?.cancel().catch(() => {});
+    throw new WispError("HASH_MISMATCH", `${href} has ${declared} bytes; the manifest says ${size}`);
   }
-  return bytes;
+  const bytes = await readWithProgress(response, href, onProgress, signal);
+  const why = await mismatch(bytes, { sha256, size });
+  if (why) throw new WispError("HASH_MISMATCH", `${href} ${why}`);
+  const headers = { "content-type": "application/octet-stream", "content-length": String(bytes.byteLength) };
+  for (const name of VALIDATORS) {
+    const value = response.headers.get(name);
+    if (value) headers[name] = value;
+  }
+  const keep = async () => {
+    if (store) await store.put(href, new Response(bytes, { headers })).catch(() => {});
+  };
+  return { bytes, fromCache: false, keep };
+}
+
+/** Drops `url` from the cache (a cached file that did not parse). */
+export async function forget(url) {
+  const store = await openCache();
+  await store?.delete(resolveUrl(url).href);
 }
 
 /** Forgets every cached model file. */

@@ -26,6 +26,7 @@ export type WispErrorCode =
   | "INVALID_MODEL"
   | "INVALID_INPUT"
   | "SESSION_CLOSED"
+  | "WASM_CRASHED"
   | "INTERNAL";
 
 export class WispError extends Error {
@@ -60,7 +61,13 @@ export interface Tensor {
  * where the engine has relaxed SIMD (results identical on every CPU; the relaxed build's fused
  * multiply-adds can differ in the last bits between CPUs, and without them prompts took 7-17% more time here).
  */
-export function init(options?: { wasmUrl?: string | URL; relaxedSimd?: boolean }): Promise<unknown>;
+export function init(options?: {
+  /** In Node also a file path (relative to the working directory) or a `file:` URL. */
+  wasmUrl?: string | URL;
+  /** The bytes of `wisp_core_bg.wasm` (the plain build then runs). */
+  wasm?: Uint8Array | ArrayBuffer | ArrayBufferView;
+  relaxedSimd?: boolean;
+}): Promise<unknown>;
 
 /** Whether this JS engine runs the relaxed-SIMD builds (Chromium does; Node 20, Safari, Firefox do not). */
 export const relaxedSimd: boolean;
@@ -136,9 +143,16 @@ type Source =
   | { bundle: string | URL }
   | { weights: string | URL | Bytes; tokenizer?: string | URL | Bytes; config?: string | object; chatTemplate?: string };
 
+/** An OpenAI-shaped message, as `agent.messages` gives them and `renderChat` takes them. */
 export interface ChatMessage {
-  role: string;
-  content: string;
+  role: "system" | "developer" | "user" | "assistant" | "tool";
+  /** Null for an assistant message that only calls tools. */
+  content: string | null;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  /** A tool message's call. */
+  tool_call_id?: string;
+  /** A tool message's tool. */
+  name?: string;
 }
 
 export interface GenerateOptions {
@@ -169,8 +183,13 @@ export interface GenerateOptions {
    * agent run, a message is then tool calls or the JSON answer.
    */
   responseFormat?: ResponseFormat;
-  /** Stops between tokens; the promise rejects with an AbortError. */
+  /** Stops between tokens (also while waiting for the model); the promise rejects with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * Calls on one model take turns in arrival order; `false` rejects with BUSY at once instead of waiting
+   * while the model serves another call.
+   */
+  wait?: boolean;
   onText?: (delta: string, step: { text: string; token: number }) => void;
 }
 
@@ -191,6 +210,8 @@ export interface GenerateResult {
     /** Draft tokens checked, and how many of them were kept. */
     draftTokens: number;
     acceptedDraftTokens: number;
+    /** Completion tokens a constraint forced (appended without sampling). */
+    forcedTokens: number;
     /** Forward passes of the model (the prefill counts as one). */
     passes: number;
     ttftMs: number | null;
@@ -212,6 +233,8 @@ export interface BackendInfo {
 
 export class Model {
   private constructor();
+  /** False once a wasm trap took the model's instance down: its calls then reject with WASM_CRASHED. */
+  readonly alive: boolean;
   generate(input: GenerateInput, options?: GenerateOptions): Promise<GenerateResult>;
   stream(input: GenerateInput, options?: GenerateOptions): AsyncIterable<{ text: string; token: number }> & {
     result: Promise<GenerateResult>;
@@ -314,7 +337,7 @@ export interface ToolSpec {
   description?: string;
   /** A JSON Schema with `"type": "object"`. */
   parameters?: object;
-  /** Default 10000. */
+  /** Default 10000; at most 2^31 - 1. */
   timeoutMs?: number;
 }
 
@@ -349,24 +372,42 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
 }
 
 /**
- * In worker mode (`createAgent({ worker: true })` or a `WorkerModel`), `removeTool`, `reset` and `messages`
- * return promises, and a tool whose spec the worker rejects makes the next `run` reject (with its code).
- * One run at a time: a second `run` while one is in progress rejects with `BUSY`. A run that rejects (an
- * error, an abort) or is left early leaves the conversation as it was before it.
+ * An agent: tools are plain functions on the page, the model writes calls and answers. One run at a time:
+ * a second `run` while one is in progress rejects with `BUSY` (agents sharing one model take turns). A run
+ * that rejects (an error, an abort) or is left early leaves the conversation as it was before it.
  */
 export class Agent {
   private constructor();
-  tool(spec: ToolSpec, fn: (args: any, ctx: { signal: AbortSignal; id: string }) => unknown): this;
-  removeTool(name: string): boolean | Promise<boolean>;
-  reset(): void | Promise<void>;
-  readonly messages: ChatMessage[] | Promise<ChatMessage[]>;
+  tool(spec: ToolSpec, fn: ToolFunction): this;
+  /** Whether the tool was registered. */
+  removeTool(name: string): boolean;
+  reset(): void;
+  readonly messages: ChatMessage[];
   run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
   stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
   /** Frees the agent, and its model when `createAgent` loaded it. */
   close(): void;
 }
 
-export function createAgent(options: {
+/**
+ * The same in worker mode (`createAgent({ worker: true })` or a `WorkerModel`): the conversation lives in
+ * the worker, so `removeTool`, `reset` and `messages` return promises, and a tool whose spec the worker
+ * rejects makes the next `run` reject (with its code).
+ */
+export class WorkerAgent {
+  private constructor();
+  tool(spec: ToolSpec, fn: ToolFunction): this;
+  removeTool(name: string): Promise<boolean>;
+  reset(): Promise<void>;
+  readonly messages: Promise<ChatMessage[]>;
+  run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
+  stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
+  close(): void;
+}
+
+export type ToolFunction = (args: any, ctx: { signal: AbortSignal; id: string }) => unknown;
+
+export interface AgentOptions {
   model: Model | WorkerModel | Source;
   /** Load the source into a `WorkerModel`: the model and the conversation in a Web Worker, tools on the page. */
   worker?: boolean;
@@ -374,6 +415,9 @@ export function createAgent(options: {
   system?: string;
   maxSteps?: number;
   toolCallFormat?: "hermes" | "llama3_json";
+  /** The most tokens of one tool result the model reads (default: a quarter of the context). */
+  maxResultTokens?: number;
+  /** A limit in characters too (none by default). */
   maxResultChars?: number;
   temperature?: number;
   maxTokens?: number;
@@ -381,7 +425,72 @@ export function createAgent(options: {
   toolChoice?: ToolChoice;
   /** The runs' default `responseFormat`: each message is tool calls or the JSON answer. */
   responseFormat?: ResponseFormat;
-}): Promise<Agent>;
+}
+
+export function createAgent(options: AgentOptions & ({ worker: true } | { model: WorkerModel })): Promise<WorkerAgent>;
+export function createAgent(options: AgentOptions & { model: Model | Source; worker?: false }): Promise<Agent>;
+
+export interface ChatCompletionTool {
+  type: "function";
+  function: { name: string; description?: string; parameters?: object };
+}
+
+export interface ChatCompletionRequest {
+  messages: (ChatMessage | { role: ChatMessage["role"]; content: string | { type: "text"; text: string }[] | null; [key: string]: unknown })[];
+  tools?: ChatCompletionTool[];
+  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
+  stream?: boolean;
+  temperature?: number;
+  top_p?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  seed?: number;
+  stop?: string | string[];
+  n?: 1;
+  response_format?: ResponseFormat;
+  [key: string]: unknown;
+}
+
+export interface ChatCompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: {
+    index: 0;
+    message: { role: "assistant"; content: string | null; tool_calls?: NonNullable<ChatMessage["tool_calls"]> };
+    finish_reason: "stop" | "length" | "tool_calls";
+    logprobs: null;
+  }[];
+  usage: ChatCompletionUsage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: {
+    index: 0;
+    delta: {
+      role?: "assistant";
+      content?: string;
+      tool_calls?: { index: number; id: string; type: "function"; function: { name: string; arguments: string } }[];
+    };
+    finish_reason: "stop" | "length" | "tool_calls" | null;
+    logprobs: null;
+  }[];
+  /** On the last chunk. */
+  usage?: ChatCompletionUsage;
+}
 
 /**
  * OpenAI's `chat.completions` over a loaded model: `create({ messages, tools, tool_choice, stream,
@@ -391,7 +500,10 @@ export function createAgent(options: {
 export function createChatCompletions(
   model: Model,
   options?: { name?: string },
-): { create(params: object): Promise<object | AsyncIterable<object>> };
+): {
+  create(params: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(params: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+};
 
 /**
  * A `fetch` for the official `openai` SDK that answers `POST …/chat/completions` with the on-device model:

@@ -1,9 +1,10 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
-import { WispError } from "./errors.js";
-import { clearModelCache, fetchBytes } from "./fetch.js";
-import { checkText, samplingParams } from "./requests.js";
+import { WispError, crashCount, crashedError, onCrash, toWispError } from "./errors.js";
+import { clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
+import { checkInput, samplingParams } from "./requests.js";
 import { breathe } from "./event-loop.js";
+import { queueOf } from "./queue.js";
 
 export { WispError, clearModelCache };
 import { WorkerModel } from "./worker-client.js";
@@ -15,7 +16,8 @@ export { createChatCompletions, openaiFetch } from "./openai.js";
 /**
  * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`;
  * other options: `worker` (load the source into a `WorkerModel`), `system`, `maxSteps` (default 6),
- * `toolCallFormat`, `maxResultChars` (default 4000), `temperature`, `maxTokens`, and `load` (options for
+ * `toolCallFormat`, `maxResultTokens` (the most tokens of one tool result the model reads; default a quarter
+ * of the context), `maxResultChars` (a limit in characters too; none by default), `temperature`, `maxTokens`, and `load` (options for
  * `Model.load`).
  */
 export async function createAgent(options = {}) {
@@ -57,6 +59,8 @@ let core = null;
 let ready = null;
 // Whether this realm's modules are the relaxed builds (`init`'s `relaxedSimd: false` turns them off).
 let useRelaxed = relaxedSimd;
+// The options of the first `init`, also for the new instances after a crash.
+let initOptions = {};
 
 /**
  * Loads and instantiates the wasm module (once; later calls return the same promise, which resolves to
@@ -65,32 +69,59 @@ let useRelaxed = relaxedSimd;
  * fused multiply-add rounds once, so the relaxed build's last bits can differ between CPUs); the choice
  * also holds for this realm's threaded module. Bundlers find the `.wasm` files through the
  * `new URL(..., import.meta.url)` below; to serve them from elsewhere pass `wasmUrl`, the URL of
- * `wisp_core_bg.wasm`, with `wisp_core_relaxed_bg.wasm` next to it.
+ * `wisp_core_bg.wasm`, with `wisp_core_relaxed_bg.wasm` next to it. In Node, `wasmUrl` may be a file path
+ * or `file:` URL (read from disk), and the package's own files are read from disk by default; `wasm`
+ * takes the bytes of `wisp_core_bg.wasm` instead (the plain build then runs).
  */
-export function init(options = {}) {
+export function init(options = initOptions) {
   if (!ready) {
-    useRelaxed = relaxedSimd && options.relaxedSimd !== false;
-    const given = options.wasmUrl && new URL(options.wasmUrl, globalThis.location?.href);
+    initOptions = options;
+    useRelaxed = relaxedSimd && options.relaxedSimd !== false && !options.wasm;
+    const given = options.wasmUrl && resolveUrl(options.wasmUrl);
     let wasm = given ?? new URL("./wisp_core_bg.wasm", import.meta.url);
     if (useRelaxed) wasm = given ? new URL("wisp_core_relaxed_bg.wasm", given) : new URL("./wisp_core_relaxed_bg.wasm", import.meta.url);
     ready = (async () => {
-      const glue = useRelaxed ? await import("./wisp_core_relaxed.js") : await import("./wisp_core.js");
-      const exports = await glue.default({ module_or_path: wasm });
+      const glue = crashCount()
+        ? await freshImport(useRelaxed ? "./wisp_core_relaxed.js" : "./wisp_core.js")
+        : useRelaxed
+          ? await import("./wisp_core_relaxed.js")
+          : await import("./wisp_core.js");
+      const exports = await glue.default({ module_or_path: toBytes(options.wasm) ?? (await readable(wasm)) });
       core = glue;
       return exports;
     })().catch((e) => {
       ready = null;
-      throw new WispError("WASM_LOAD", `could not load the Wisp wasm module from ${wasm}: ${e?.message ?? e}`);
+      const from = options.wasm ? "the bytes given" : wasm;
+      throw new WispError("WASM_LOAD", `could not load the Wisp wasm module from ${from}: ${e?.message ?? e}`);
     });
   }
   return ready;
 }
 
-// The core rejects with plain Errors named "WispError" that carry a code; give them our class.
+// What wasm-bindgen's loader can take for `url`: the URL itself, or for a `file:` URL (Node, whose fetch
+// reads none) the file's bytes.
+async function readable(url) {
+  return url.protocol === "file:" ? readFileUrl(url) : url;
+}
+
+// wasm-bindgen's glue keeps its instance in module state, so a fresh instance after a crash needs a module
+// record of its own: the same file under another URL. (Bundlers see only the static imports above; a
+// bundled page whose module crashed gets WASM_LOAD from the next load and recovers on a reload.)
+function freshImport(path) {
+  const url = new URL(path, import.meta.url);
+  url.searchParams.set("instance", String(crashCount()));
+  return import(/* @vite-ignore */ url.href);
+}
+
+// After a trap the next load starts new instances (errors.js).
+onCrash(() => {
+  ready = null;
+  core = null;
+  threaded = null;
+});
+
 function rethrow(e) {
-  if (e instanceof WispError || e?.name === "AbortError") throw e;
-  if (e && e.name === "WispError" && typeof e.code === "string") throw new WispError(e.code, e.message);
-  throw new WispError("INTERNAL", `unexpected failure inside Wisp: ${e?.message ?? e}`);
+  throw toWispError(e);
 }
 
 // Runs a core call, with our error class for what it rejects with.
@@ -117,7 +148,11 @@ function initThreaded(threads) {
   if (!threaded) {
     const wasm = useRelaxed ? new URL("./wisp_core_mt_relaxed_bg.wasm", import.meta.url) : new URL("./wisp_core_mt_bg.wasm", import.meta.url);
     threaded = (async () => {
-      const mt = useRelaxed ? await import("./wisp_core_mt_relaxed.js") : await import("./wisp_core_mt.js");
+      const mt = crashCount()
+        ? await freshImport(useRelaxed ? "./wisp_core_mt_relaxed.js" : "./wisp_core_mt.js")
+        : useRelaxed
+          ? await import("./wisp_core_mt_relaxed.js")
+          : await import("./wisp_core_mt.js");
       await mt.default({ module_or_path: wasm });
       await mt.initThreadPool(threads);
       return mt;
@@ -201,6 +236,7 @@ function toBytes(source) {
 /** An ONNX graph compiled for this page's GPU. Every GPU failure rejects; none returns zeros. */
 export class GraphSession {
   #inner;
+  #epoch = crashCount();
 
   constructor(inner) {
     this.#inner = inner;
@@ -208,7 +244,7 @@ export class GraphSession {
 
   /** `source`: the model's bytes (Uint8Array, ArrayBuffer) or a URL to fetch them from. */
   static async create(source) {
-    const bytes = toBytes(source) ?? (await fetchBytes(source, { cache: false }));
+    const bytes = toBytes(source) ?? (await fetchFile(source, { cache: false })).bytes;
     return new GraphSession(await call(() => core.GraphSession.create(bytes)));
   }
 
@@ -227,6 +263,7 @@ export class GraphSession {
   /** `inputs`: `{ name: Float32Array | number[] }`; resolves to `{ name: { dims, data: Float32Array } }`. */
   run(inputs) {
     if (!this.#inner) return Promise.reject(new WispError("SESSION_CLOSED", "this session was closed"));
+    if (this.#epoch !== crashCount()) return Promise.reject(crashedError());
     if (inputs === null || typeof inputs !== "object") {
       return Promise.reject(new WispError("INVALID_INPUT", "run() takes an object mapping input names to arrays"));
     }
@@ -240,7 +277,8 @@ export class GraphSession {
 
   /** Frees the session's GPU device and memory now rather than at garbage collection. */
   close() {
-    this.#inner?.free();
+    // A crashed instance is not entered again; its memory goes with it.
+    if (this.#epoch === crashCount()) this.#inner?.free();
     this.#inner = null;
   }
 }
@@ -250,15 +288,28 @@ export async function parseManifest(text) {
   return call(() => core.parseManifest(text));
 }
 
+// What a load rejects with when a file's bytes are not a model it can use: from a cached file, the cue to
+// download it again.
+const STALE_CODES = new Set(["INVALID_WEIGHTS", "UNSUPPORTED_WEIGHTS", "INVALID_MODEL"]);
+
 // Text files (manifest, config, chat template) must be UTF-8: a lenient decoder would turn bad bytes into
 // U+FFFD and load a model with a silently different configuration or template.
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-// `module`: the (initialized) core module whose manifest parser to use.
+// `module`: the (initialized) core module whose manifest parser to use. `fetched` lists the downloads
+// (`fetchFile`'s results with their `url`), to be kept in the cache once the model loaded.
 async function resolveSource(source, fetchOptions, module) {
-  const get = (item, sha256) => toBytes(item) ?? fetchBytes(item, { ...fetchOptions, sha256 });
-  const text = async (item, sha256, code = "INVALID_MODEL") => {
-    const bytes = await get(item, sha256);
+  const fetched = [];
+  // `file`: the manifest's entry (sha256, size); `prefer`: as fetchFile's.
+  const get = async (item, file = {}, prefer = undefined) => {
+    const bytes = toBytes(item);
+    if (bytes) return bytes;
+    const got = await fetchFile(item, { ...fetchOptions, sha256: file.sha256, size: file.size, prefer });
+    fetched.push({ url: item, ...got });
+    return got.bytes;
+  };
+  const text = async (item, file, code = "INVALID_MODEL", prefer = undefined) => {
+    const bytes = await get(item, file, prefer);
     try {
       return utf8.decode(bytes);
     } catch {
@@ -266,21 +317,23 @@ async function resolveSource(source, fetchOptions, module) {
     }
   };
   if (toBytes(source) || typeof source === "string" || source instanceof URL) {
-    return { weights: await get(source) };
+    return { weights: await get(source), fetched };
   }
   if (source && source.bundle) {
-    const base = new URL(source.bundle, globalThis.location?.href);
-    const manifest = await guard(async () => module.parseManifest(await text(base, undefined, "INVALID_MANIFEST")));
+    const base = resolveUrl(source.bundle);
+    // Asked of the server first: a changed manifest is how a model update reaches returning users.
+    const manifest = await guard(async () => module.parseManifest(await text(base, {}, "INVALID_MANIFEST", "network")));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
     return {
       manifest,
-      weights: await get(at(f.weights), f.weights.sha256),
-      tokenizer: f.tokenizer ? await get(at(f.tokenizer), f.tokenizer.sha256) : undefined,
-      config: f.config ? await text(at(f.config), f.config.sha256) : undefined,
-      chatTemplate: f.chat_template ? await text(at(f.chat_template), f.chat_template.sha256) : undefined,
+      weights: await get(at(f.weights), f.weights),
+      tokenizer: f.tokenizer ? await get(at(f.tokenizer), f.tokenizer) : undefined,
+      config: f.config ? await text(at(f.config), f.config) : undefined,
+      chatTemplate: f.chat_template ? await text(at(f.chat_template), f.chat_template) : undefined,
       contextLen: manifest.context_length,
       stop: manifest.stop,
+      fetched,
     };
   }
   if (source && source.weights) {
@@ -290,6 +343,7 @@ async function resolveSource(source, fetchOptions, module) {
       tokenizer: source.tokenizer ? await get(source.tokenizer) : undefined,
       config: config === undefined || typeof config === "string" ? config : JSON.stringify(config),
       chatTemplate: source.chatTemplate,
+      fetched,
     };
   }
   throw new WispError(
@@ -300,12 +354,17 @@ async function resolveSource(source, fetchOptions, module) {
 
 /**
  * A decoder language model on the GPU, with its tokenizer, chat template and key/value cache.
- * Calls that run the model take turns: a second `forward` while one runs rejects with BUSY.
+ * Calls that run the model take turns in arrival order (`generate`, `stream`, agent messages, OpenAI
+ * requests wait in the model's queue; `wait: false` rejects with BUSY instead); `forward` never waits. A
+ * call made inside a `stream` loop over the same model waits for that stream, which waits for the loop:
+ * give such a call `wait: false`, or finish the loop first.
  */
 export class Model {
   #inner;
   #manifest;
   #module;
+  // The crash count when the model was made: a model outlives no trap of its instance (errors.js).
+  #epoch = crashCount();
 
   constructor(inner, manifest, module) {
     this.#inner = inner;
@@ -323,35 +382,60 @@ export class Model {
    */
   static async load(source, options = {}) {
     const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads } = options;
-    checkText(source?.chatTemplate, "chatTemplate", "INVALID_MODEL");
-    checkText(source?.config, "config", "INVALID_MODEL");
+    checkInput(source?.chatTemplate, "chatTemplate", "INVALID_MODEL");
+    checkInput(source?.config, "config", "INVALID_MODEL");
     const pick = await moduleFor(backend, threads);
     const { module } = pick;
-    const spec = await resolveSource(source, { onProgress, signal, cache }, module);
-    if (signal?.aborted) throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
-    onProgress?.({ phase: "build" });
-    const inner = await guard(() =>
-      module.Model.load(spec.weights, spec.tokenizer, {
-        config: spec.config,
-        chatTemplate: spec.chatTemplate,
-        chunkLen,
-        backend: pick.backend,
-        reason: pick.reason,
-        contextLen: contextLen ?? spec.contextLen,
-        stop: spec.stop ?? [],
-      }),
-    );
-    if (signal?.aborted) {
-      inner.free();
-      throw signal.reason ?? new DOMException("the load was aborted", "AbortError");
+    const aborted = () => signal?.aborted && (signal.reason ?? new DOMException("the load was aborted", "AbortError"));
+    let spec;
+    const build = async () => {
+      spec = undefined;
+      spec = await resolveSource(source, { onProgress, signal, cache }, module);
+      if (aborted()) throw aborted();
+      onProgress?.({ phase: "build" });
+      const inner = await guard(() =>
+        module.Model.load(spec.weights, spec.tokenizer, {
+          config: spec.config,
+          chatTemplate: spec.chatTemplate,
+          chunkLen,
+          backend: pick.backend,
+          reason: pick.reason,
+          contextLen: contextLen ?? spec.contextLen,
+          stop: spec.stop ?? [],
+        }),
+      );
+      return inner;
+    };
+    let inner;
+    try {
+      inner = await build();
+    } catch (e) {
+      // Cached files that do not load (a broken deploy cached by an older version, a cache entry gone
+      // bad) are dropped, and the load is tried once more from the network.
+      const stale = (spec?.fetched ?? []).filter((f) => f.fromCache);
+      if (!STALE_CODES.has(e?.code) || !stale.length) throw e;
+      await Promise.all(stale.map((f) => forget(f.url)));
+      inner = await build();
     }
+    if (aborted()) {
+      inner.free();
+      throw aborted();
+    }
+    // Only now, with every file parsed and checked, do the downloads go into the cache.
+    await Promise.all(spec.fetched.map((f) => f.keep()));
     onProgress?.({ phase: "ready" });
     return new Model(inner, spec.manifest, module);
   }
 
   #core() {
     if (!this.#inner) throw new WispError("SESSION_CLOSED", "this model was closed");
+    if (!this.alive) throw crashedError();
     return this.#inner;
+  }
+
+  /** False once a wasm trap took the model's instance down (its calls then reject with WASM_CRASHED). */
+  get alive() {
+    return this.#epoch === crashCount();
   }
 
   /** A core (wasm) agent on this model, from the model's own module (for the agent and the OpenAI surface). */
@@ -383,7 +467,7 @@ export class Model {
   }
 
   encode(text) {
-    checkText(text, "the text");
+    checkInput(text, "the text");
     return wrapSync(() => this.#core().encode(text));
   }
 
@@ -396,14 +480,17 @@ export class Model {
    * Hermes style, when the template has no tools section (see README, "Agent").
    */
   renderChat(messages, { tools, addGenerationPrompt = true } = {}) {
-    checkText(messages, "messages");
-    checkText(tools, "tools");
+    checkInput(messages, "messages");
+    checkInput(tools, "tools", "INVALID_TOOL");
     return wrapSync(() => this.#core().renderChat(messages, tools, addGenerationPrompt));
   }
 
-  /** Appends `ids` to the cache; resolves to their logits (`ids.length` rows of the vocabulary size). */
+  /**
+   * Appends `ids` to the cache; resolves to their logits (`ids.length` rows of the vocabulary size). It
+   * does not wait: BUSY while another call is using the model (say, inside a `stream` loop over it).
+   */
   async forward(ids) {
-    return guard(() => this.#core().forward(Uint32Array.from(ids)));
+    return queueOf(this).run({ wait: false }, () => guard(() => this.#core().forward(Uint32Array.from(ids))));
   }
 
   /**
@@ -455,14 +542,17 @@ export class Model {
     const started = performance.now();
     let firstAt = 0;
     let generation;
+    let release;
     try {
       const { signal } = options;
       const throwIfAborted = () => {
         if (signal?.aborted) throw signal.reason ?? new DOMException("the generation was aborted", "AbortError");
       };
       throwIfAborted();
-      checkText(options.stop, "stop");
+      checkInput(options.stop, "stop");
+      checkInput(options.responseFormat, "responseFormat", "RESPONSE_FORMAT");
       const ids = this.#promptIds(input);
+      release = await queueOf(this).acquire(options);
       const request = {
         sampling: samplingParams(options),
         maxTokens: options.maxTokens ?? 256,
@@ -491,7 +581,8 @@ export class Model {
       throw e;
     } finally {
       if (!settled) done(this.#result(generation, text, tokens, "cancelled", started, firstAt));
-      generation?.free();
+      if (this.alive) generation?.free();
+      release?.();
     }
   }
 
@@ -539,7 +630,7 @@ export class Model {
 
   /** Frees the model's GPU device and memory now. */
   close() {
-    this.#inner?.free();
+    if (this.alive) this.#inner?.free();
     this.#inner = null;
   }
 }

@@ -4,9 +4,10 @@
 //   new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true })
 // talks to the on-device model. The conversation is replayed into the model's chat template for each
 // request; the model's KV cache keeps the common prefix, so a follow-up only runs the new tokens.
-import { WispError } from "./errors.js";
-import { checkText } from "./requests.js";
+import { WispError, toWispError } from "./errors.js";
+import { checkInput } from "./requests.js";
 import { breathe } from "./event-loop.js";
+import { queueOf } from "./queue.js";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
@@ -45,7 +46,10 @@ function toolChoiceOf(choice, tools) {
 /** Checks an OpenAI request and turns it into what the core takes. */
 function parseRequest(params) {
   if (!params || typeof params !== "object") throw invalid("the request must be an object");
-  checkText(params, "the request");
+  // The schemas first, with the codes their own mistakes have everywhere else.
+  if (Array.isArray(params.tools)) params.tools.forEach((t, i) => checkInput(t, `tools[${i}]`, "INVALID_TOOL"));
+  checkInput(params.response_format, "response_format", "RESPONSE_FORMAT");
+  checkInput(params, "the request");
   const { messages, tools = [], tool_choice, stream = false, temperature, stop, response_format } = params;
   const maxTokens = params.max_completion_tokens ?? params.max_tokens ?? 256;
   if (!Array.isArray(messages) || messages.length === 0) throw invalid("messages must be a non-empty array");
@@ -103,17 +107,11 @@ function parseRequest(params) {
   };
 }
 
-function rethrow(e) {
-  if (e instanceof WispError) throw e;
-  if (e?.name === "WispError") throw new WispError(e.code, e.message);
-  throw e;
-}
-
 async function call(fn) {
   try {
     return await fn();
   } catch (e) {
-    rethrow(e);
+    throw toWispError(e);
   }
 }
 
@@ -124,10 +122,10 @@ const FINISH = { stop: "stop", eos_token: "stop", length: "length" };
  * `{ finish, calls, usage }`.
  */
 async function* complete(model, parsed) {
-  const coreAgent = await call(
-    () => model.coreAgent({ system: parsed.system, toolCallFormat: model.manifest?.tool_call_format }),
-  );
+  const release = await queueOf(model).acquire();
+  let coreAgent;
   try {
+    coreAgent = await call(() => model.coreAgent({ system: parsed.system, toolCallFormat: model.manifest?.tool_call_format }));
     // "none": the model is not shown the tools at all.
     if (parsed.toolChoice !== "none") for (const spec of parsed.specs) await call(() => coreAgent.addTool(spec));
     const names = new Map();
@@ -159,10 +157,11 @@ async function* complete(model, parsed) {
       const usage = { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens };
       return { finish: calls.length ? "tool_calls" : (FINISH[finish] ?? "stop"), calls, usage };
     } finally {
-      turn.free();
+      if (model.alive) turn.free();
     }
   } finally {
-    coreAgent.free();
+    if (model.alive) coreAgent?.free();
+    release();
   }
 }
 
@@ -172,20 +171,14 @@ function toolCallsOf(calls) {
 
 /** OpenAI's `client.chat.completions` over `model` (a loaded `Model`). */
 export function createChatCompletions(model, { name = "wisp" } = {}) {
-  let queue = Promise.resolve();
-  // One request at a time: they share the model and its cache.
-  const serialized = (fn) => {
-    const run = queue.then(fn, fn);
-    queue = run.catch(() => {});
-    return run;
-  };
+  // Requests take turns in the model's queue (complete()), with every other call on the model.
   return {
     async create(params) {
       const parsed = parseRequest(params);
       const id = `chatcmpl-${crypto.randomUUID()}`;
       const created = Math.floor(Date.now() / 1000);
       if (!parsed.stream) {
-        return serialized(async () => {
+        return (async () => {
           let text = "";
           const it = complete(model, parsed);
           let r = await it.next();
@@ -194,7 +187,7 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
           const message = { role: "assistant", content: calls.length && !text.trim() ? null : text };
           if (calls.length) message.tool_calls = toolCallsOf(calls);
           return { id, object: "chat.completion", created, model: name, choices: [{ index: 0, message, finish_reason: finish, logprobs: null }], usage };
-        });
+        })();
       }
       const chunk = (delta, finish_reason = null, extra = {}) => ({
         id,
@@ -212,7 +205,7 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
         chunks.push(c);
         wake?.();
       };
-      serialized(async () => {
+      (async () => {
         try {
           push(chunk({ role: "assistant", content: "" }));
           const it = complete(model, parsed);
@@ -231,7 +224,7 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
           ended = true;
           wake?.();
         }
-      });
+      })();
       return {
         async *[Symbol.asyncIterator]() {
           for (;;) {

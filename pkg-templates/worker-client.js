@@ -2,6 +2,8 @@
 // dedicated Web Worker (worker.js). Large model bytes are transferred, not copied; an AbortSignal aborts
 // the call in the worker.
 import { WispError } from "./errors.js";
+import { checkInput } from "./requests.js";
+import { queueOf } from "./queue.js";
 
 function toError(error) {
   if (error.name === "AbortError") return new DOMException(error.message, "AbortError");
@@ -122,11 +124,17 @@ export class WorkerModel {
   }
 
   renderChat(messages, options = {}) {
+    try {
+      checkInput(messages, "messages");
+      checkInput(options.tools, "tools", "INVALID_TOOL");
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return this.#channel.call("renderChat", { messages, options });
   }
 
   forward(ids) {
-    return this.#channel.call("forward", { ids: Array.from(ids) });
+    return queueOf(this).run({ wait: false }, () => this.#channel.call("forward", { ids: Array.from(ids) }));
   }
 
   seek(position) {
@@ -145,10 +153,19 @@ export class WorkerModel {
   /** As `Model.generate`; `onText` runs on the page. */
   generate(input, options = {}) {
     const { signal, onText, ...rest } = options;
-    return this.#channel.call("generate", { input: plain(input), options: rest }, {
-      signal,
-      onEvent: (event, data) => event === "delta" && onText?.(data.text, data),
-    });
+    // Checked here too: a value that cannot cross into wasm may not even survive the structured clone.
+    try {
+      checkInput(input, "the input");
+      checkInput(rest.responseFormat, "responseFormat", "RESPONSE_FORMAT");
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return queueOf(this).run({ signal, wait: rest.wait }, () =>
+      this.#channel.call("generate", { input: plain(input), options: rest }, {
+        signal,
+        onEvent: (event, data) => event === "delta" && onText?.(data.text, data),
+      }),
+    );
   }
 
   /** As `Model.stream`: an async iterator of deltas, with `.result`. */

@@ -5,6 +5,7 @@
 //   worker -> page: { id, event, data } while a call runs (progress, delta), then
 //                   { id, ok: true, value } or { id, ok: false, error: { name, code, message } }
 import { Model } from "./index.js";
+import { crashedError, toWispError } from "./errors.js";
 
 let model = null;
 const controllers = new Map();
@@ -19,13 +20,15 @@ function keep(object) {
 }
 
 function held(handle) {
+  requireModel();
   const object = handles.get(handle);
   if (!object) throw Object.assign(new Error("this agent was closed"), { name: "WispError", code: "SESSION_CLOSED" });
   return object;
 }
 
 function release(handle) {
-  handles.get(handle)?.free();
+  // Objects of a crashed instance are dropped, not freed: that memory is not entered again.
+  if (model?.alive) handles.get(handle)?.free();
   handles.delete(handle);
 }
 
@@ -35,6 +38,7 @@ function serializeError(e) {
 
 function requireModel() {
   if (!model) throw Object.assign(new Error("no model is loaded in this worker"), { name: "WispError", code: "SESSION_CLOSED" });
+  if (!model.alive) throw crashedError();
   return model;
 }
 
@@ -102,7 +106,7 @@ self.onmessage = async ({ data: { id, op, args } }) => {
     const transfer = value instanceof Float32Array || value instanceof Uint32Array ? [value.buffer] : [];
     postMessage({ id, ok: true, value }, transfer);
   } catch (e) {
-    postMessage({ id, ok: false, error: serializeError(e) });
+    postMessage({ id, ok: false, error: serializeError(toWispError(e)) });
   } finally {
     controllers.delete(id);
   }

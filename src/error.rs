@@ -41,8 +41,9 @@ pub enum WispError {
     /// More tokens than the cache holds.
     #[error("context overflow: {0}")]
     ContextOverflow(String),
-    /// A tensor of the model does not fit the GPU's per-buffer limits; the message names both.
-    #[error("model too large for this GPU: {0}")]
+    /// A buffer of the model does not fit the backend's limits (a GPU buffer, the CPU backend's cache);
+    /// the message names both.
+    #[error("model too large: {0}")]
     ModelTooLarge(String),
     /// The weights file is not one we can read: wrong magic, unknown version, truncated or corrupt
     /// (a count, size or offset that does not fit the bytes), or a tensor or metadata key it lacks.

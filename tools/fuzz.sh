@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes what reads untrusted input (README "Reliability"): the GGUF reader and model load, the bundle
-# manifest, the tool-call parser, the chat templates. cargo-fuzz (libFuzzer) targets in tests/fuzz/.
+# manifest, the tool-call parser, the chat templates, tool schemas and response formats. cargo-fuzz
+# (libFuzzer) targets in tests/fuzz/.
 #     bash tools/fuzz.sh [SECONDS] [TARGET...]      # default: 10 seconds each, every target
 # New inputs go to target/fuzz/corpus/TARGET; the committed seeds (tests/fuzz/corpus/TARGET) are only read.
 # A failure stops the script; its input is in tests/fuzz/artifacts/TARGET/ and
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf manifest toolcall template)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf manifest toolcall template schema)
 
 # Same flags for build and run, or `run` builds again. 16 codegen units build the dependencies (wgpu,
 # tokenizers, llguidance, ...) much faster than cargo-fuzz's default of 1, for slightly slower runs.

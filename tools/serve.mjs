@@ -37,13 +37,23 @@ async function handle(root, isolated, req, res) {
     return;
   }
   try {
-    if ((await stat(file)).isDirectory()) file = join(file, "index.html");
+    let info = await stat(file);
+    if (info.isDirectory()) {
+      file = join(file, "index.html");
+      info = await stat(file);
+    }
+    // Validators as static servers send them, so that clients (Wisp's model cache) can revalidate.
+    const etag = `"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+    const common = { etag, "last-modified": info.mtime.toUTCString(), "cache-control": "no-cache", ...(isolated ? ISOLATION : {}) };
+    if (req.headers["if-none-match"] === etag) {
+      res.writeHead(304, common).end();
+      return;
+    }
     const body = await readFile(file);
     const headers = {
       "content-type": TYPES[extname(file)] ?? "application/octet-stream",
       "content-length": body.length,
-      "cache-control": "no-cache",
-      ...(isolated ? ISOLATION : {}),
+      ...common,
     };
     // The demo's service worker controls the whole origin: its model worker runs from /pkg/.
     if (path === "/www/sw.js") headers["service-worker-allowed"] = "/";

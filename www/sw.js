@@ -1,7 +1,7 @@
 // The demo's service worker: after one visit the app, the wasm package and the bundled model are stored,
 // so the demo works with no network. App files are network-first (a rebuilt pkg/ shows up at once, the
 // cache is the fallback); model files go straight into the package's own model cache ("wisp-models-v1"),
-// where Model.load looks before fetching, so they are stored once. Registered with scope "/" (the server
+// which Model.load revalidates and falls back to offline, so they are stored once. Registered with scope "/" (the server
 // sends Service-Worker-Allowed), because the model's worker script lives in /pkg/, outside /www/, and a
 // dedicated worker is only controlled when its own URL is in scope.
 const APP_CACHE = "wisp-demo-v1";
@@ -53,9 +53,12 @@ self.addEventListener("activate", (event) => {
 });
 
 async function respond(request) {
-  const models = await caches.open(MODEL_CACHE);
-  const stored = await models.match(request.url);
-  if (stored) return stored;
+  // The package's own requests ("no-store") revalidate its model cache; it falls back to that cache itself.
+  if (request.cache !== "no-store") {
+    const models = await caches.open(MODEL_CACHE);
+    const stored = await models.match(request.url);
+    if (stored) return stored;
+  }
   const app = await caches.open(APP_CACHE);
   try {
     const response = await fetch(request);

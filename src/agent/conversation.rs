@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{ToolCallFormat, ToolRegistry};
 use crate::error::Result;
-use crate::text::{ChatTemplate, Message};
+use crate::text::{ChatTemplate, Message, Tokenizer};
 
 /// JSON as Python's `json.dumps` writes it (`", "` and `": "`, keys in order, no ASCII escaping): the
 /// form the bundled model was trained on, and the one Hermes-style templates show.
@@ -119,24 +119,54 @@ impl Conversation {
     /// the number of characters the caller already cut from the end of a long string (the page does, so
     /// that a 50 MB result never crosses into wasm); the note counts them.
     pub fn push_tool_result(&mut self, id: &str, name: &str, result: &Value, omitted: usize) {
-        let text = match result {
-            Value::String(s) => s.clone(),
-            other => canonical_json(other),
-        };
-        let total = text.chars().count() + omitted;
-        let content = if total > self.max_result_chars {
-            let kept: String = text.chars().take(self.max_result_chars).collect();
-            format!(
-                "{kept}\n[truncated: {} more characters not shown]",
-                total - self.max_result_chars
-            )
+        self.push_result_text(id, name, result_text(result), omitted);
+    }
+
+    /// The same, with the result also cut to at most `max_tokens` tokens of `tokenizer`: the context is
+    /// measured in tokens, and characters per token vary several-fold between texts and tokenizers.
+    pub fn push_tool_result_within(
+        &mut self,
+        id: &str,
+        name: &str,
+        result: &Value,
+        omitted: usize,
+        tokenizer: &Tokenizer,
+        max_tokens: usize,
+    ) -> Result<()> {
+        let text = result_text(result);
+        let ids = tokenizer.encode(&text)?;
+        if ids.len() <= max_tokens {
+            self.push_result_text(id, name, text, omitted);
+            return Ok(());
+        }
+        // A cut inside a character's bytes decodes to U+FFFD: that piece goes too.
+        let kept = tokenizer.decode(&ids[..max_tokens])?;
+        let kept = kept.trim_end_matches('\u{FFFD}');
+        let cut = text.chars().count().saturating_sub(kept.chars().count());
+        self.push_result_text(id, name, kept.to_string(), omitted + cut);
+        Ok(())
+    }
+
+    fn push_result_text(&mut self, id: &str, name: &str, text: String, omitted: usize) {
+        let kept: String = text.chars().take(self.max_result_chars).collect();
+        let cut = text.chars().count() - kept.chars().count() + omitted;
+        let content = if cut > 0 {
+            format!("{kept}\n[truncated: {cut} more characters not shown]")
         } else {
-            text
+            kept
         };
         let mut message = Message::new("tool", &content);
         message.tool_call_id = Some(id.to_string());
         message.name = Some(name.to_string());
         self.messages.push(message);
+    }
+}
+
+/// A tool result as the prompt shows it: a string as it is, any other value as canonical JSON.
+fn result_text(result: &Value) -> String {
+    match result {
+        Value::String(s) => s.clone(),
+        other => canonical_json(other),
     }
 }
 
@@ -189,5 +219,32 @@ mod tests {
         c.reset();
         assert_eq!(c.messages.len(), 1);
         assert_eq!(c.messages[0].role, "system");
+    }
+
+    #[test]
+    fn results_are_cut_to_a_number_of_tokens() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/wisp-mini/tokenizer.json");
+        let tokenizer = Tokenizer::from_json(&std::fs::read(path).unwrap()).unwrap();
+        let mut c = Conversation::new(None, ToolCallFormat::Hermes, usize::MAX);
+        for text in ["Zürich, Łódź and São Paulo are cities. ".repeat(40), "🙂é".repeat(300)] {
+            c.push_tool_result_within("call_0", "f", &json!(text), 0, &tokenizer, 30)
+                .unwrap();
+            let content = c.messages.last().unwrap().content.clone().unwrap();
+            let (kept, note) = content.split_once("\n[truncated: ").unwrap();
+            assert!(text.starts_with(kept), "{kept:?}");
+            assert!(tokenizer.encode(kept).unwrap().len() <= 30);
+            let cut = text.chars().count() - kept.chars().count();
+            assert_eq!(note, format!("{cut} more characters not shown]"));
+        }
+        // A result that fits is kept whole, and characters the page already cut are still counted.
+        c.push_tool_result_within("call_1", "f", &json!({"ok": true}), 0, &tokenizer, 30)
+            .unwrap();
+        assert_eq!(c.messages.last().unwrap().content.as_deref(), Some("{\"ok\": true}"));
+        c.push_tool_result_within("call_2", "f", &json!("abc"), 7, &tokenizer, 30)
+            .unwrap();
+        assert_eq!(
+            c.messages.last().unwrap().content.as_deref(),
+            Some("abc\n[truncated: 7 more characters not shown]")
+        );
     }
 }

@@ -5,6 +5,7 @@ use jsonschema::Validator;
 use serde_json::{json, Value};
 
 use crate::error::{Result, WispError};
+use crate::grammar::{too_deep, MAX_SCHEMA_DEPTH};
 
 /// The longest tool name, the limit the OpenAI function-calling API puts on names (chat templates and
 /// models are trained on that shape).
@@ -157,6 +158,11 @@ fn compile_parameters(name: &str, parameters: &Value) -> Result<Validator> {
     if parameters.get("type").and_then(Value::as_str) != Some("object") {
         return Err(WispError::InvalidTool(format!(
             "parameters of tool '{name}' must be a JSON Schema with \"type\": \"object\""
+        )));
+    }
+    if too_deep(parameters) {
+        return Err(WispError::InvalidTool(format!(
+            "parameters of tool '{name}' are nested more than {MAX_SCHEMA_DEPTH} levels deep"
         )));
     }
     jsonschema::validator_for(parameters).map_err(|error| {
@@ -345,6 +351,26 @@ mod tests {
             assert_eq!(error.code(), "INVALID_TOOL", "{parameters}: {error}");
         }
         assert!(tools.is_empty());
+    }
+
+    /// `{"type": "object", "properties": {"a": ...}}` nested `levels` times: each level is two objects deep.
+    fn nested(levels: usize) -> Value {
+        (0..levels).fold(json!({"type": "string"}), |inner, _| {
+            json!({"type": "object", "properties": {"a": inner}})
+        })
+    }
+
+    #[test]
+    fn schemas_deeper_than_the_limit_are_refused_before_compiling() {
+        let mut tools = ToolRegistry::new();
+        let fits = MAX_SCHEMA_DEPTH / 2 - 1;
+        tools.register(tool("fits", nested(fits))).unwrap();
+        for levels in [fits + 1, 200] {
+            let error = tools.register(tool("deep", nested(levels))).unwrap_err();
+            assert_eq!(error.code(), "INVALID_TOOL");
+            assert!(error.to_string().contains("nested more than 64 levels"), "{error}");
+        }
+        assert!(tools.get("deep").is_none());
     }
 
     #[test]

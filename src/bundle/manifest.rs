@@ -165,6 +165,11 @@ impl Manifest {
             }
             _ => {}
         }
+        if let Some(i) = manifest.stop.iter().position(String::is_empty) {
+            return Err(invalid(format!(
+                "stop[{i}] is empty; a stop string needs at least one character"
+            )));
+        }
         Ok(manifest)
     }
 }
@@ -193,6 +198,9 @@ mod tests {
         assert!(err(&GOOD.replace("\"name\": \"tiny\",", ""))
             .to_string()
             .contains("missing field `name`"));
+        assert!(err(&GOOD.replace(r#"["<|im_end|>"]"#, r#"["<|im_end|>", ""]"#))
+            .to_string()
+            .contains("stop[1] is empty"));
         assert!(err(&GOOD.replace("\"stop\"", "\"stops\""))
             .to_string()
             .contains("unknown field `stops`"));

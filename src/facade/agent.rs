@@ -26,6 +26,7 @@ struct AgentOptions {
     system: Option<String>,
     tool_call_format: Option<bundle::ToolCallFormat>,
     max_result_chars: Option<usize>,
+    max_result_tokens: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -46,7 +47,11 @@ struct CallInput {
     arguments: serde_json::Value,
 }
 
-const DEFAULT_MAX_RESULT_CHARS: usize = 4000;
+/// No character limit of its own by default: results are bounded in tokens (`max_result_tokens`).
+const DEFAULT_MAX_RESULT_CHARS: usize = usize::MAX;
+/// By default one tool result may fill a quarter of the model's context (256 tokens of the bundled model's
+/// 1,024), so that a long result still leaves room for the conversation and the answer.
+const RESULT_SHARE_OF_CONTEXT: usize = 4;
 
 fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T> {
     serde_wasm_bindgen::from_value(value)
@@ -57,11 +62,12 @@ fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T
 pub struct Agent {
     model: Rc<Inner>,
     conversation: Rc<RefCell<Conversation>>,
+    max_result_tokens: usize,
 }
 
 #[wasm_bindgen]
 impl Agent {
-    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars }`.
+    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens }`.
     #[wasm_bindgen(constructor)]
     pub fn new(model: &Model, options: JsValue) -> std::result::Result<Agent, JsValue> {
         let options: AgentOptions = if options.is_undefined() || options.is_null() {
@@ -86,9 +92,20 @@ impl Agent {
             format,
             options.max_result_chars.unwrap_or(DEFAULT_MAX_RESULT_CHARS),
         );
+        let capacity = model.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?.capacity();
+        let max_result_tokens = match options.max_result_tokens {
+            Some(0) => {
+                return Err(to_js(WispError::InvalidRequest(
+                    "maxResultTokens is 0; it must be at least 1".into(),
+                )))
+            }
+            Some(tokens) => tokens,
+            None => (capacity / RESULT_SHARE_OF_CONTEXT).max(1),
+        };
         Ok(Agent {
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
+            max_result_tokens,
         })
     }
 
@@ -196,9 +213,17 @@ impl Agent {
         omitted: Option<usize>,
     ) -> std::result::Result<(), JsValue> {
         let value: serde_json::Value = from_js(result, "tool result").map_err(to_js)?;
+        let tokenizer = self.model.tokenizer().map_err(to_js)?;
         self.conversation()?
-            .push_tool_result(id, name, &value, omitted.unwrap_or(0));
-        Ok(())
+            .push_tool_result_within(
+                id,
+                name,
+                &value,
+                omitted.unwrap_or(0),
+                tokenizer,
+                self.max_result_tokens,
+            )
+            .map_err(to_js)
     }
 
     /// How many messages the conversation holds (a mark for `truncate`).

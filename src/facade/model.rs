@@ -474,10 +474,16 @@ async fn open_decoder(
     source: &mut ModelWeights<'_>,
     backend: Option<&str>,
     // Graph chunks are a GPU matter: the CPU backend runs chunks of its own size.
-    #[cfg_attr(not(feature = "webgpu"), allow(unused_variables))] chunk_len: Option<usize>,
+    chunk_len: Option<usize>,
     context_len: usize,
     reason: Option<String>,
 ) -> Result<(Decoder, String)> {
+    // Checked on every backend, so that a page learns of a bad value before it meets a GPU.
+    if let Some(chunk_len) = chunk_len.filter(|&c| c < 2 || c % 2 != 0) {
+        return Err(WispError::InvalidModel(format!(
+            "chunk_len is {chunk_len}; it must be even and at least 2"
+        )));
+    }
     let (gpu, why) = match backend.unwrap_or("auto") {
         "cpu" => (false, reason.unwrap_or_else(|| "asked for".into())),
         "webgpu" => (true, "asked for".into()),

@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(err.code(), "MODEL_TOO_LARGE");
         assert_eq!(
             err.to_string(),
-            "model too large for this GPU: the token embedding needs 519.3 MiB in one GPU buffer; the GPU device's maxStorageBufferBindingSize is 128.0 MiB"
+            "model too large: the token embedding needs 519.3 MiB in one GPU buffer; the GPU device's maxStorageBufferBindingSize is 128.0 MiB"
         );
         let small = ModelConfig {
             vocab_size: 32_768,

@@ -95,12 +95,42 @@ pub fn response_constraint(
     GrammarConstraint::new(env, lark, WispError::ResponseFormat, jump_forward).map(Some)
 }
 
-/// A schema must be a JSON Schema object that passes its draft's meta-schema.
+/// The deepest nesting of objects and arrays a schema may have; `MAX_DEPTH` of the package's
+/// `requests.js` is the same limit, checked before a value crosses into wasm. The schema compiler and the
+/// grammar builder walk schemas recursively, and a wasm32 stack has no guard page: an overflow corrupts
+/// memory instead of failing, so depth is bounded before either runs.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// Whether `value` nests objects and arrays more than `MAX_SCHEMA_DEPTH` levels deep (checked without
+/// recursion, so that it is safe on any value).
+pub(crate) fn too_deep(value: &Value) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Object(map) => Box::new(map.values()),
+            Value::Array(list) => Box::new(list.iter()),
+            _ => continue,
+        };
+        if depth >= MAX_SCHEMA_DEPTH {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+/// A schema must be a JSON Schema object, nested at most `MAX_SCHEMA_DEPTH` levels, that passes its
+/// draft's meta-schema.
 pub(crate) fn check_schema(schema: &Value) -> Result<()> {
     if !schema.is_object() {
         return Err(WispError::ResponseFormat(
             "the schema must be a JSON Schema object".into(),
         ));
+    }
+    if too_deep(schema) {
+        return Err(WispError::ResponseFormat(format!(
+            "the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep"
+        )));
     }
     jsonschema::validator_for(schema)
         .map(|_| ())
@@ -317,6 +347,14 @@ mod tests {
     #[test]
     fn schemas_are_checked_against_the_meta_schema() {
         assert!(check_schema(&json!({"type": "object"})).is_ok());
+        let nest = |levels: usize| (0..levels).fold(json!(1), |inner, _| json!({"const": [inner]}));
+        // Two levels (an object and an array) a step: 32 steps are the 64 levels allowed.
+        assert!(check_schema(&nest(MAX_SCHEMA_DEPTH / 2)).is_ok());
+        for levels in [MAX_SCHEMA_DEPTH / 2 + 1, 200] {
+            let e = check_schema(&nest(levels)).unwrap_err();
+            assert_eq!(e.code(), "RESPONSE_FORMAT");
+            assert!(e.to_string().contains("nested more than 64 levels"), "{e}");
+        }
         for bad in [json!(true), json!({"type": 5}), json!({"minLength": -1})] {
             let e = check_schema(&bad).unwrap_err();
             assert_eq!(e.code(), "RESPONSE_FORMAT", "{bad}");

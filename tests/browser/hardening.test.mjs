@@ -377,7 +377,12 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
     error("cycle", r.cycle.outcome.error);
     assert.match(r.cycle.outcome.error, /^the tool returned something that is not JSON: Converting circular structure to JSON/);
     error("bigint", "the tool returned something that is not JSON: Do not know how to serialize a BigInt");
-    result("huge", { length: 50 * 2 ** 20 }, `${"x".repeat(4000)}\n[truncated: ${50 * 2 ** 20 - 4000} more characters not shown]`);
+    // Cut to a quarter of the bundled model's 1,024-token context, with a note that counts every character.
+    const huge = r.huge.message.content.match(/^(x+)\n\[truncated: (\d+) more characters not shown\]$/);
+    assert.ok(huge, r.huge.message.content.slice(-100));
+    assert.ok(huge[1].length >= 256 && huge[1].length <= 16 * 256, `${huge[1].length} characters kept`);
+    assert.equal(huge[1].length + Number(huge[2]), 50 * 2 ** 20);
+    assert.deepEqual(r.huge.outcome.result, { length: 50 * 2 ** 20 });
     assert.ok(r.huge.wasmGrowth < 2 ** 20, `a 50 MB result grew wasm memory by ${r.huge.wasmGrowth} bytes`);
     // The tool changed its own copy; the event, the run's record and the conversation kept what was validated.
     result("mutates", "mutated", "mutated");
