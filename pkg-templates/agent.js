@@ -14,9 +14,10 @@ import { queueOf } from "./queue.js";
 const DEFAULT_TIMEOUT_MS = 10_000;
 // setTimeout's longest delay: a longer one fires at once.
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-// Results longer than this never cross into wasm whole (a 50 MB string); the core then cuts what is left
-// to `maxResultTokens` tokens.
-const PRECUT_CHARS = 65_536;
+// No token is longer than this many characters in the tokenizers Wisp runs, so a result's first
+// `maxResultTokens * 16` characters hold all the core can keep: only those cross into wasm (never a 50 MB
+// string), and the core cuts them to `maxResultTokens` tokens.
+const MAX_CHARS_PER_TOKEN = 16;
 
 function abortError(signal) {
   return signal?.reason ?? new DOMException("the run was aborted", "AbortError");
@@ -333,7 +334,7 @@ export class Agent {
       const run = Promise.resolve().then(() => tool.fn(structuredClone(call.arguments), { signal: controller.signal, id: call.id }));
       const value = await Promise.race([run, timeout, aborted]);
       const data = toData(value);
-      return { ...outcome, result: data.data, entered: clip(data, this.#options.maxResultChars ?? PRECUT_CHARS), ms: performance.now() - started };
+      return { ...outcome, result: data.data, entered: clip(data, this.#options.precutChars), ms: performance.now() - started };
     } catch (e) {
       if (signal?.aborted) throw abortError(signal);
       const error = describe(e);
@@ -371,13 +372,22 @@ async function wrapAsync(fn) {
   }
 }
 
+// By default one tool result may fill a quarter of the model's context (256 tokens of the bundled model's
+// 1,024), so that a long result leaves room for the conversation and the answer.
+const RESULT_SHARE_OF_CONTEXT = 4;
+
 function splitOptions(model, options) {
-  const { system, toolCallFormat, maxResultChars, maxResultTokens, ...rest } = options;
+  const { system, toolCallFormat, maxResultChars, ...rest } = options;
   checkCount(maxResultChars, "maxResultChars");
-  checkCount(maxResultTokens, "maxResultTokens");
+  checkCount(rest.maxResultTokens, "maxResultTokens");
   checkCount(rest.maxSteps, "maxSteps");
   checkCount(rest.maxTokens, "maxTokens");
-  return [{ system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens }, { ...rest, maxResultChars }];
+  const maxResultTokens = rest.maxResultTokens ?? Math.max(1, Math.floor(model.contextLength / RESULT_SHARE_OF_CONTEXT));
+  const precutChars = Math.min(maxResultChars ?? Infinity, maxResultTokens * MAX_CHARS_PER_TOKEN);
+  return [
+    { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens },
+    { ...rest, precutChars },
+  ];
 }
 
 /** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */

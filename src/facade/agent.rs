@@ -47,11 +47,6 @@ struct CallInput {
     arguments: serde_json::Value,
 }
 
-/// No character limit of its own by default: results are bounded in tokens (`max_result_tokens`).
-const DEFAULT_MAX_RESULT_CHARS: usize = usize::MAX;
-/// By default one tool result may fill a quarter of the model's context (256 tokens of the bundled model's
-/// 1,024), so that a long result still leaves room for the conversation and the answer.
-const RESULT_SHARE_OF_CONTEXT: usize = 4;
 
 fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T> {
     serde_wasm_bindgen::from_value(value)
@@ -67,7 +62,8 @@ pub struct Agent {
 
 #[wasm_bindgen]
 impl Agent {
-    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens }`.
+    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens }`;
+    /// the limits on a tool result (characters, tokens) are the agent loop's policy, none when absent.
     #[wasm_bindgen(constructor)]
     pub fn new(model: &Model, options: JsValue) -> std::result::Result<Agent, JsValue> {
         let options: AgentOptions = if options.is_undefined() || options.is_null() {
@@ -90,22 +86,12 @@ impl Agent {
         let conversation = Conversation::new(
             options.system,
             format,
-            options.max_result_chars.unwrap_or(DEFAULT_MAX_RESULT_CHARS),
+            options.max_result_chars.unwrap_or(usize::MAX),
         );
-        let capacity = model.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?.capacity();
-        let max_result_tokens = match options.max_result_tokens {
-            Some(0) => {
-                return Err(to_js(WispError::InvalidRequest(
-                    "maxResultTokens is 0; it must be at least 1".into(),
-                )))
-            }
-            Some(tokens) => tokens,
-            None => (capacity / RESULT_SHARE_OF_CONTEXT).max(1),
-        };
         Ok(Agent {
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
-            max_result_tokens,
+            max_result_tokens: options.max_result_tokens.unwrap_or(usize::MAX),
         })
     }
 
