@@ -95,7 +95,7 @@ impl Model {
             LoadOptions::default()
         } else {
             serde_wasm_bindgen::from_value(options)
-                .map_err(|e| to_js(WispError::InvalidInput(format!("Model.load options: {e}"))))?
+                .map_err(|e| to_js(WispError::InvalidRequest(format!("Model.load options: {e}"))))?
         };
         Self::build(weights, tokenizer, options)
             .await
@@ -247,13 +247,13 @@ impl Model {
         add_generation_prompt: bool,
     ) -> std::result::Result<String, JsValue> {
         let messages: Vec<Message> = serde_wasm_bindgen::from_value(messages)
-            .map_err(|e| to_js(WispError::InvalidInput(format!("messages: {e}"))))?;
+            .map_err(|e| to_js(WispError::InvalidRequest(format!("messages: {e}"))))?;
         let tools: Option<serde_json::Value> = if tools.is_undefined() || tools.is_null() {
             None
         } else {
             Some(
                 serde_wasm_bindgen::from_value(tools)
-                    .map_err(|e| to_js(WispError::InvalidInput(format!("tools: {e}"))))?,
+                    .map_err(|e| to_js(WispError::InvalidRequest(format!("tools: {e}"))))?,
             )
         };
         let template = self.inner.template.as_ref().ok_or_else(|| {
