@@ -133,7 +133,9 @@ fn a_context_of_no_tokens_is_a_bad_request() {
     let json = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();
     let bytes = std::fs::read(dir().join("llama.safetensors")).unwrap();
     let (config, weights) = ModelWeights::load(&bytes, Some(&json)).unwrap();
-    let err = CpuDecoder::new(&config, &weights, 0).err().expect("refused");
+    let err = CpuDecoder::new(&config, &weights, 0)
+        .err()
+        .expect("refused");
     assert_eq!(err.code(), "INVALID_REQUEST", "{err}");
     assert!(err.to_string().contains("context_len is 0"), "{err}");
 }

@@ -94,8 +94,11 @@ impl Model {
         let options: LoadOptions = if options.is_undefined() || options.is_null() {
             LoadOptions::default()
         } else {
-            serde_wasm_bindgen::from_value(options)
-                .map_err(|e| to_js(WispError::InvalidRequest(format!("Model.load options: {e}"))))?
+            serde_wasm_bindgen::from_value(options).map_err(|e| {
+                to_js(WispError::InvalidRequest(format!(
+                    "Model.load options: {e}"
+                )))
+            })?
         };
         Self::build(weights, tokenizer, options)
             .await

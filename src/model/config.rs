@@ -215,10 +215,11 @@ mod tests {
             msg(&LLAMA.replace("\"rms_norm_eps\":1e-5", "\"rms_norm_eps\":0"))
                 .contains("'rms_norm_eps'")
         );
-        assert!(
-            msg(&LLAMA.replace("\"rope_theta\"", "\"max_position_embeddings\":0,\"rope_theta\""))
-                .contains("'max_position_embeddings' must be positive")
-        );
+        assert!(msg(&LLAMA.replace(
+            "\"rope_theta\"",
+            "\"max_position_embeddings\":0,\"rope_theta\""
+        ))
+        .contains("'max_position_embeddings' must be positive"));
         assert!(msg("{not json").starts_with("invalid model: config.json"));
     }
 }
