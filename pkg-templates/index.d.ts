@@ -17,6 +17,8 @@ export type WispErrorCode =
   | "INVALID_TOOL_ARGUMENTS"
   | "TOOL_RESULT_NOT_JSON"
   | "ALL_TOKENS_MASKED"
+  | "TOOL_GRAMMAR"
+  | "RESPONSE_FORMAT"
   | "WEBGPU_UNAVAILABLE"
   | "GPU_SHADER_COMPILE"
   | "GPU_VALIDATION"
@@ -33,6 +35,9 @@ export class WispError extends Error {
   readonly name: "WispError";
   readonly code: WispErrorCode;
 }
+
+/** Every code a `WispError` can carry (README, "Error codes", says what each means). */
+export const ERROR_CODES: readonly WispErrorCode[];
 
 export interface AdapterInfo {
   vendor: string;

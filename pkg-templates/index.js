@@ -6,7 +6,8 @@ import { checkInput, samplingParams } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
 
-export { WispError, clearModelCache };
+export { WispError, ERROR_CODES } from "./errors.js";
+export { clearModelCache };
 import { WorkerModel } from "./worker-client.js";
 import { createAgentFor, createWorkerAgentFor } from "./agent.js";
 
@@ -173,7 +174,7 @@ function initThreaded(threads) {
  */
 function cpuThreads(requested) {
   if (requested !== undefined && !(Number.isInteger(requested) && requested >= 1)) {
-    throw new WispError("INVALID_INPUT", `threads is ${requested}; it must be a whole number >= 1`);
+    throw new WispError("INVALID_REQUEST", `threads is ${requested}; it must be a whole number >= 1`);
   }
   const inWorker = typeof WorkerGlobalScope === "function" && globalThis instanceof WorkerGlobalScope;
   if (!inWorker || globalThis.crossOriginIsolated !== true || typeof SharedArrayBuffer !== "function") return 1;
@@ -347,7 +348,7 @@ async function resolveSource(source, fetchOptions, module) {
     };
   }
   throw new WispError(
-    "INVALID_INPUT",
+    "INVALID_REQUEST",
     "Model.load takes a GGUF URL or bytes, { bundle: manifestUrl }, or { weights, tokenizer, config, chatTemplate }",
   );
 }

@@ -76,7 +76,7 @@ const ops = {
   },
   agentCreate: ({ options }) => keep(requireModel().coreAgent(options)),
   agentCall({ handle, method, args }) {
-    if (!AGENT_METHODS.has(method)) throw Object.assign(new Error(`unknown agent method '${method}'`), { name: "WispError", code: "INVALID_REQUEST" });
+    if (!AGENT_METHODS.has(method)) throw Object.assign(new Error(`unknown agent method '${method}'`), { name: "WispError", code: "INTERNAL" });
     return held(handle)[method](...args);
   },
   agentMessages: ({ handle }) => held(handle).messages,
@@ -101,7 +101,7 @@ self.onmessage = async ({ data: { id, op, args } }) => {
   const handler = ops[op];
   controllers.set(id, new AbortController());
   try {
-    if (!handler) throw Object.assign(new Error(`unknown operation '${op}'`), { name: "WispError", code: "INVALID_REQUEST" });
+    if (!handler) throw Object.assign(new Error(`unknown operation '${op}'`), { name: "WispError", code: "INTERNAL" });
     const value = await handler(args ?? {}, id);
     const transfer = value instanceof Float32Array || value instanceof Uint32Array ? [value.buffer] : [];
     postMessage({ id, ok: true, value }, transfer);

@@ -89,6 +89,10 @@ pub enum WispError {
         tool: String,
         problems: Vec<ArgumentProblem>,
     },
+    /// A failure that no input explains and no other code fits (a result that cannot be converted for
+    /// JavaScript, a step without logits): a bug in Wisp, whatever the backend.
+    #[error("internal error (a bug in Wisp, please report it): {0}")]
+    Internal(String),
 }
 
 /// One problem per clause, the root written as `(root)` since its JSON Pointer is the empty string.
@@ -133,6 +137,7 @@ impl WispError {
             WispError::ToolGrammar(_) => "TOOL_GRAMMAR",
             WispError::ResponseFormat(_) => "RESPONSE_FORMAT",
             WispError::InvalidToolArguments { .. } => "INVALID_TOOL_ARGUMENTS",
+            WispError::Internal(_) => "INTERNAL",
         }
     }
 }
@@ -169,6 +174,7 @@ mod tests {
                 tool: "x".into(),
                 problems: Vec::new(),
             },
+            WispError::Internal("x".into()),
         ];
         let codes: std::collections::HashSet<_> = all.iter().map(WispError::code).collect();
         assert_eq!(codes.len(), all.len());

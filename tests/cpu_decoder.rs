@@ -129,6 +129,18 @@ fn qwen3_matches_onnxruntime() {
 }
 
 #[test]
+fn a_context_of_no_tokens_is_a_bad_request() {
+    let json = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();
+    let bytes = std::fs::read(dir().join("llama.safetensors")).unwrap();
+    let (config, weights) = ModelWeights::load(&bytes, Some(&json)).unwrap();
+    let err = CpuDecoder::new(&config, &weights, 0)
+        .err()
+        .expect("refused");
+    assert_eq!(err.code(), "INVALID_REQUEST", "{err}");
+    assert!(err.to_string().contains("context_len is 0"), "{err}");
+}
+
+#[test]
 fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
     let (mut dec, reference) = load("llama", 8);
     assert_eq!(dec.history().capacity(), 8);

@@ -210,5 +210,6 @@ fn odd_chunk_len_is_refused_by_name() {
     let err = wisp::graph::build_decoder(&config, &mut weights, shape)
         .err()
         .unwrap();
+    assert_eq!(err.code(), "INVALID_REQUEST", "{err}");
     assert!(err.to_string().contains("chunk_len is 3"), "{err}");
 }

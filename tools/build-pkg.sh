@@ -3,7 +3,7 @@
 # files of pkg-templates/. The modules: the main one (WebGPU and the CPU backend on one thread) and the
 # threaded CPU one (`wisp_core_mt`), each also as a relaxed-SIMD build (`*_relaxed`) that index.js picks
 # where the engine validates relaxed SIMD. No wasm-opt: its -Oz made the CPU kernels 10-20% slower in
-# Chromium and the gzipped modules larger (README "Package size"), and Debian's binaryen 108 cannot read
+# Chromium and the gzipped modules larger (docs/performance.md, "Package size"), and Debian's binaryen 108 cannot read
 # relaxed-SIMD opcodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."

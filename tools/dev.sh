@@ -21,6 +21,8 @@ case "${1:-}" in
     exec node tools/serve.mjs "${PORT:-8080}"
     ;;
   test)
+    # Plain Node tests first (no build, under a second): the error catalogue checked across its copies.
+    node --test tests/node/
     # With `threads`: the CPU tests then also run the threaded loops (tests/cpu_threads.rs and the
     # thread tests of src/backend/cpu need it).
     cargo test --quiet --features threads

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes what reads untrusted input (README "Reliability"): the GGUF reader and model load, the bundle
-# manifest, the tool-call parser, the chat templates, tool schemas and response formats. cargo-fuzz
+# Fuzzes what reads untrusted input (docs/reliability.md, "Fuzzing"): the GGUF reader and model load, the
+# bundle manifest, the tool-call parser, the chat templates, tool schemas and response formats. cargo-fuzz
 # (libFuzzer) targets in tests/fuzz/.
 #     bash tools/fuzz.sh [SECONDS] [TARGET...]      # default: 10 seconds each, every target
 # New inputs go to target/fuzz/corpus/TARGET; the committed seeds (tests/fuzz/corpus/TARGET) are only read.

@@ -1,4 +1,4 @@
-//! The bundle manifest (`manifest.json`), documented in README ("Model bundles").
+//! The bundle manifest (`manifest.json`), documented in docs/guide.md ("Models and bundles").
 //!
 //! Strict on purpose: an unknown field is an error, not ignored, so a typo cannot silently drop a setting.
 

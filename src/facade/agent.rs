@@ -351,7 +351,7 @@ fn turn_constraint(
 /// arguments that were validated.
 fn with_arguments_as_text(step: &TurnStep) -> std::result::Result<serde_json::Value, JsValue> {
     let mut value = serde_json::to_value(step).map_err(|e| {
-        to_js(WispError::GpuInternal(format!(
+        to_js(WispError::Internal(format!(
             "cannot convert a result for JS: {e}"
         )))
     })?;

@@ -34,7 +34,7 @@ pub(crate) fn to_js_value<T: serde::Serialize>(value: &T) -> Result<JsValue, JsV
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .map_err(|e| {
-            to_js(WispError::GpuInternal(format!(
+            to_js(WispError::Internal(format!(
                 "cannot convert a result for JS: {e}"
             )))
         })

@@ -94,8 +94,11 @@ impl Model {
         let options: LoadOptions = if options.is_undefined() || options.is_null() {
             LoadOptions::default()
         } else {
-            serde_wasm_bindgen::from_value(options)
-                .map_err(|e| to_js(WispError::InvalidInput(format!("Model.load options: {e}"))))?
+            serde_wasm_bindgen::from_value(options).map_err(|e| {
+                to_js(WispError::InvalidRequest(format!(
+                    "Model.load options: {e}"
+                )))
+            })?
         };
         Self::build(weights, tokenizer, options)
             .await
@@ -247,13 +250,13 @@ impl Model {
         add_generation_prompt: bool,
     ) -> std::result::Result<String, JsValue> {
         let messages: Vec<Message> = serde_wasm_bindgen::from_value(messages)
-            .map_err(|e| to_js(WispError::InvalidInput(format!("messages: {e}"))))?;
+            .map_err(|e| to_js(WispError::InvalidRequest(format!("messages: {e}"))))?;
         let tools: Option<serde_json::Value> = if tools.is_undefined() || tools.is_null() {
             None
         } else {
             Some(
                 serde_wasm_bindgen::from_value(tools)
-                    .map_err(|e| to_js(WispError::InvalidInput(format!("tools: {e}"))))?,
+                    .map_err(|e| to_js(WispError::InvalidRequest(format!("tools: {e}"))))?,
             )
         };
         let template = self.inner.template.as_ref().ok_or_else(|| {
@@ -479,10 +482,8 @@ async fn open_decoder(
     reason: Option<String>,
 ) -> Result<(Decoder, String)> {
     // Checked on every backend, so that a page learns of a bad value before it meets a GPU.
-    if let Some(chunk_len) = chunk_len.filter(|&c| c < 2 || c % 2 != 0) {
-        return Err(WispError::InvalidModel(format!(
-            "chunk_len is {chunk_len}; it must be even and at least 2"
-        )));
+    if let Some(chunk_len) = chunk_len {
+        crate::graph::check_chunk_len(chunk_len)?;
     }
     let (gpu, why) = match backend.unwrap_or("auto") {
         "cpu" => (false, reason.unwrap_or_else(|| "asked for".into())),

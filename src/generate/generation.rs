@@ -266,7 +266,7 @@ impl Generation {
             .skip(rest.len() - 1);
         self.logits = rows
             .next()
-            .ok_or_else(|| WispError::GpuInternal("the step returned no logits".into()))?;
+            .ok_or_else(|| WispError::Internal("the step returned no logits".into()))?;
         self.drafts = drafts.into_iter().zip(rows).collect();
         self.pass_accepted = 0;
         self.usage.draft_tokens += self.drafts.len();

@@ -144,14 +144,9 @@ pub fn build_decoder(
         chunk_len,
         cache_len,
     } = shape;
-    if chunk_len < 2 || chunk_len % 2 != 0 {
-        // wonnx's stacked MatMul computes only column 0 when M == 1, and its other kernels need even sizes.
-        return Err(WispError::InvalidModel(format!(
-            "chunk_len is {chunk_len}; it must be even and at least 2"
-        )));
-    }
+    super::check_chunk_len(chunk_len)?;
     if cache_len < 2 || cache_len % 2 != 0 {
-        return Err(WispError::InvalidModel(format!(
+        return Err(WispError::InvalidRequest(format!(
             "cache_len is {cache_len}; it must be even and at least 2"
         )));
     }

@@ -15,13 +15,24 @@ mod onnx;
 #[cfg(feature = "webgpu")]
 pub use decoder::build_decoder;
 
-use crate::error::Result;
+use crate::error::{Result, WispError};
 
 /// Static sizes of the graph: tokens per call and cached positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecoderShape {
     pub chunk_len: usize,
     pub cache_len: usize,
+}
+
+/// A graph's tokens per call: even and at least 2 (wonnx's stacked MatMul computes only column 0 when
+/// M == 1, and its other kernels need even sizes).
+pub fn check_chunk_len(chunk_len: usize) -> Result<()> {
+    if chunk_len < 2 || chunk_len % 2 != 0 {
+        return Err(WispError::InvalidRequest(format!(
+            "chunk_len is {chunk_len}; it must be even and at least 2"
+        )));
+    }
+    Ok(())
 }
 
 /// Where the builder gets weights: by Hugging Face tensor name, as f32 in Hugging Face's layout

@@ -166,6 +166,11 @@ impl ModelConfig {
                 format!("is {}; it must be positive", self.rope_theta),
             );
         }
+        // The default context is capped by it: 0 would reach the decoder as a context of no tokens, which
+        // is the caller's mistake (INVALID_REQUEST) only when the caller asked for it.
+        if self.max_position_embeddings == 0 {
+            return fail("max_position_embeddings", "must be positive".into());
+        }
         Ok(())
     }
 }
@@ -210,6 +215,11 @@ mod tests {
             msg(&LLAMA.replace("\"rms_norm_eps\":1e-5", "\"rms_norm_eps\":0"))
                 .contains("'rms_norm_eps'")
         );
+        assert!(msg(&LLAMA.replace(
+            "\"rope_theta\"",
+            "\"max_position_embeddings\":0,\"rope_theta\""
+        ))
+        .contains("'max_position_embeddings' must be positive"));
         assert!(msg("{not json").starts_with("invalid model: config.json"));
     }
 }

@@ -177,7 +177,7 @@ describe("decoder models in Chromium", () => {
     assert.equal(results.truncated.code, "INVALID_WEIGHTS");
     assert.equal(results.noConfig.code, "INVALID_MODEL");
     assert.match(results.noConfig.message, /config\.json/);
-    assert.equal(results.badOption.code, "INVALID_MODEL");
+    assert.equal(results.badOption.code, "INVALID_REQUEST");
     assert.match(results.badOption.message, /chunk_len is 3/);
     assert.equal(results.badBackend.code, "INVALID_REQUEST");
     assert.equal(results.cutShort.code, "FETCH_TRUNCATED", JSON.stringify(results.cutShort));

@@ -411,8 +411,8 @@ describe("reliability: defaults that fit, options that are checked", () => {
     assert.equal(r.replaced.error, "the tool 'count' was replaced while it was being called; call it again");
     assert.deepEqual(r.replaced.ran, []);
     is(r.emptyStop, "INVALID_MANIFEST", /stop\[1\] is empty/);
-    is(r.chunk0, "INVALID_MODEL", /chunk_len is 0/);
-    is(r.chunk3, "INVALID_MODEL", /chunk_len is 3/);
+    is(r.chunk0, "INVALID_REQUEST", /chunk_len is 0/);
+    is(r.chunk3, "INVALID_REQUEST", /chunk_len is 3/);
     is(r.tooLarge, "MODEL_TOO_LARGE", /CPU backend/);
     assert.doesNotMatch(r.tooLarge.message, /GPU/);
     assert.deepEqual(r.unhandled, []);

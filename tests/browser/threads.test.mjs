@@ -133,7 +133,7 @@ describe("CPU threads in a page that is not isolated", () => {
     assert.ok(r.tokens.length > 0);
   });
 
-  test("a threads option that is not a whole number >= 1 is refused with INVALID_INPUT", async () => {
+  test("a threads option that is not a whole number >= 1 is refused with INVALID_REQUEST", async () => {
     const codes = await browser.page.evaluate(async (bundle) => {
       const { Model, WorkerModel } = await import("/pkg/index.js");
       const codes = [];
@@ -149,6 +149,6 @@ describe("CPU threads in a page that is not isolated", () => {
       }
       return codes;
     }, BUNDLE);
-    assert.deepEqual(codes, Array(6).fill("INVALID_INPUT"));
+    assert.deepEqual(codes, Array(6).fill("INVALID_REQUEST"));
   });
 });

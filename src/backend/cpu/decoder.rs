@@ -35,7 +35,7 @@ impl CpuDecoder {
     pub fn new(config: &ModelConfig, weights: &ModelWeights, context_len: usize) -> Result<Self> {
         config.validate()?;
         if context_len == 0 {
-            return Err(WispError::InvalidInput(
+            return Err(WispError::InvalidRequest(
                 "context_len is 0; it must be at least 1".into(),
             ));
         }

@@ -10,7 +10,7 @@
 //! microseconds, and in the browser waking one (`Atomics.notify`) takes tens of microseconds, twice per
 //! loop (the helper to take its piece, the leader to see it done). The bundled model's prompt chunks
 //! are ~30 loops of 30-200 us each, so with rayon's iterators a second thread made its prompts slower
-//! than one thread (README "Benchmarks"). Spinning threads cost two wake-ups per pass instead.
+//! than one thread (docs/performance.md, "Threads"). Spinning threads cost two wake-ups per pass instead.
 
 use std::ops::Range;
 
