@@ -151,7 +151,7 @@ export class Agent {
    * `options`: `signal`, `onEvent(event)`, `maxSteps`, `toolChoice` (`"auto"`, `"none"`, `"required"`, a tool
    * name or `{ type: "function", function: { name } }`), and generation options (`maxTokens`, `temperature`, ...).
    * Every call the model makes names a registered tool and has arguments valid for its schema: once a call
-   * begins, decoding is constrained to that (see README, "Constrained tool calls").
+   * begins, decoding is constrained to that (docs/guide.md, "Tool calls").
    */
   async run(input, options = {}) {
     let result;

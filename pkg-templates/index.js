@@ -478,7 +478,7 @@ export class Model {
 
   /**
    * Renders `[{ role, content }]` with the model's chat template; `tools` go into the system message,
-   * Hermes style, when the template has no tools section (see README, "Agent").
+   * Hermes style, when the template has no tools section (docs/guide.md, "The agent").
    */
   renderChat(messages, { tools, addGenerationPrompt = true } = {}) {
     checkInput(messages, "messages");
