@@ -223,10 +223,16 @@ mod tests {
 
     #[test]
     fn results_are_cut_to_a_number_of_tokens() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/wisp-mini/tokenizer.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/models/wisp-mini/tokenizer.json"
+        );
         let tokenizer = Tokenizer::from_json(&std::fs::read(path).unwrap()).unwrap();
         let mut c = Conversation::new(None, ToolCallFormat::Hermes, usize::MAX);
-        for text in ["Zürich, Łódź and São Paulo are cities. ".repeat(40), "🙂é".repeat(300)] {
+        for text in [
+            "Zürich, Łódź and São Paulo are cities. ".repeat(40),
+            "🙂é".repeat(300),
+        ] {
             c.push_tool_result_within("call_0", "f", &json!(text), 0, &tokenizer, 30)
                 .unwrap();
             let content = c.messages.last().unwrap().content.clone().unwrap();
@@ -239,7 +245,10 @@ mod tests {
         // A result that fits is kept whole, and characters the page already cut are still counted.
         c.push_tool_result_within("call_1", "f", &json!({"ok": true}), 0, &tokenizer, 30)
             .unwrap();
-        assert_eq!(c.messages.last().unwrap().content.as_deref(), Some("{\"ok\": true}"));
+        assert_eq!(
+            c.messages.last().unwrap().content.as_deref(),
+            Some("{\"ok\": true}")
+        );
         c.push_tool_result_within("call_2", "f", &json!("abc"), 7, &tokenizer, 30)
             .unwrap();
         assert_eq!(

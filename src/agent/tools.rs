@@ -355,9 +355,10 @@ mod tests {
 
     /// `{"type": "object", "properties": {"a": ...}}` nested `levels` times: each level is two objects deep.
     fn nested(levels: usize) -> Value {
-        (0..levels).fold(json!({"type": "string"}), |inner, _| {
-            json!({"type": "object", "properties": {"a": inner}})
-        })
+        (0..levels).fold(
+            json!({"type": "string"}),
+            |inner, _| json!({"type": "object", "properties": {"a": inner}}),
+        )
     }
 
     #[test]
@@ -368,7 +369,10 @@ mod tests {
         for levels in [fits + 1, 200] {
             let error = tools.register(tool("deep", nested(levels))).unwrap_err();
             assert_eq!(error.code(), "INVALID_TOOL");
-            assert!(error.to_string().contains("nested more than 64 levels"), "{error}");
+            assert!(
+                error.to_string().contains("nested more than 64 levels"),
+                "{error}"
+            );
         }
         assert!(tools.get("deep").is_none());
     }

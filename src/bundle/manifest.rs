@@ -198,9 +198,11 @@ mod tests {
         assert!(err(&GOOD.replace("\"name\": \"tiny\",", ""))
             .to_string()
             .contains("missing field `name`"));
-        assert!(err(&GOOD.replace(r#"["<|im_end|>"]"#, r#"["<|im_end|>", ""]"#))
-            .to_string()
-            .contains("stop[1] is empty"));
+        assert!(
+            err(&GOOD.replace(r#"["<|im_end|>"]"#, r#"["<|im_end|>", ""]"#))
+                .to_string()
+                .contains("stop[1] is empty")
+        );
         assert!(err(&GOOD.replace("\"stop\"", "\"stops\""))
             .to_string()
             .contains("unknown field `stops`"));

@@ -47,7 +47,6 @@ struct CallInput {
     arguments: serde_json::Value,
 }
 
-
 fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T> {
     serde_wasm_bindgen::from_value(value)
         .map_err(|e| WispError::InvalidRequest(format!("{what}: {e}")))

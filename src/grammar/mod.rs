@@ -8,5 +8,7 @@ mod json;
 
 pub use constraint::GrammarConstraint;
 pub use env::GrammarEnv;
-pub use json::{json_rule, lark_string, response_constraint, JsonSchemaFormat, ResponseFormat, MAX_SCHEMA_DEPTH};
 pub(crate) use json::too_deep;
+pub use json::{
+    json_rule, lark_string, response_constraint, JsonSchemaFormat, ResponseFormat, MAX_SCHEMA_DEPTH,
+};
