@@ -4,6 +4,7 @@
 //! that JavaScript sees.
 
 pub mod agent;
+pub mod assembly;
 pub mod backend;
 pub mod bundle;
 pub mod error;

@@ -6,6 +6,7 @@
 //!
 //!     cargo run --release --example eval_constrained -- tools/train/out/eval.jsonl tools/train/out/constrained.jsonl
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
@@ -13,11 +14,10 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use wisp::agent::{tool_constraint, Conversation, ToolCallFormat, ToolChoice, ToolSpec, Turn};
-use wisp::generate::{Decoder, GenerateOptions, Generation, SamplingParams};
-use wisp::grammar::GrammarEnv;
-use wisp::model::ModelWeights;
-use wisp::text::{ChatTemplate, Message, Tokenizer};
+use wisp::agent::{ToolChoice, ToolSpec};
+use wisp::assembly::{AssembledModel, GenerateRequest};
+use wisp::generate::SamplingParams;
+use wisp::text::Message;
 
 /// Tokens an answer may take, as in `evaluate.py`.
 const MAX_NEW_TOKENS: usize = 160;
@@ -47,54 +47,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: eval_constrained EVAL.jsonl OUT.jsonl".into());
     };
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/wisp-mini");
-    let weights = std::fs::read(dir.join("model.safetensors"))?;
-    let config = std::fs::read_to_string(dir.join("config.json"))?;
-    let (config, source) = ModelWeights::load(&weights, Some(&config))?;
-    let tokenizer = Tokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?)?;
-    let template = ChatTemplate::new(&std::fs::read_to_string(dir.join("chat_template.jinja"))?)?;
-    let eos: Vec<u32> = ["<|im_end|>", "<|endoftext|>"]
-        .iter()
-        .filter_map(|t| tokenizer.token_id(t))
-        .collect();
-    let env = GrammarEnv::new(&tokenizer, config.vocab_size, &eos)?;
-    let mut decoder = Decoder::cpu(&config, &source, 1024)?;
+    let model = pollster::block_on(AssembledModel::load_bundle(&dir, "cpu"))?;
+    let tokenizer = model.tokenizer()?;
 
     let started = Instant::now();
     let mut out = BufWriter::new(File::create(output)?);
     let mut n = 0;
     for line in BufReader::new(File::open(input)?).lines() {
         let case: Case = serde_json::from_str(&line?)?;
-        let mut c = Conversation::new(None, ToolCallFormat::Hermes, 4000);
+        let c = RefCell::new(model.conversation(None, None, usize::MAX)?);
         for tool in &case.tools {
-            c.tools.register(spec(tool))?;
+            model.register_tool(&mut c.borrow_mut(), spec(tool))?;
         }
-        c.messages = case.messages;
-        let ids = tokenizer.encode(&c.prompt(&template)?)?;
-        let options = GenerateOptions {
+        c.borrow_mut().messages = case.messages;
+        let request = GenerateRequest {
             sampling: SamplingParams {
                 temperature: 0.0,
                 ..SamplingParams::default()
             },
-            max_new_tokens: MAX_NEW_TOKENS,
+            max_tokens: MAX_NEW_TOKENS,
             stop: Vec::new(),
-            draft_len: None,
+            draft_tokens: None,
+            seed: 1,
+            response_format: None,
         };
-        let mut generation =
-            pollster::block_on(Generation::start(&mut decoder, &ids, &eos, options, 1))?;
-        generation.add_processor(Box::new(tool_constraint(
-            &env,
-            &c.tools,
-            ToolCallFormat::Hermes,
-            &ToolChoice::Auto,
-            None,
-            true,
-        )?));
-        let mut turn = Turn::new(generation, &c);
-        while pollster::block_on(turn.step(&mut decoder, &tokenizer, &mut c))?
+        let (mut turn, _) = pollster::block_on(model.start_turn(&c, request, &ToolChoice::Auto))?;
+        let prompt_len = turn.generation().usage().prompt_tokens;
+        let mut decoder = model.decoder.borrow_mut();
+        while pollster::block_on(turn.step(&mut decoder, tokenizer, &mut c.borrow_mut()))?
             .finish
             .is_none()
         {}
-        let generated = &decoder.tokens()[ids.len()..decoder.len()];
+        let generated = &decoder.tokens()[prompt_len..decoder.len()];
         writeln!(out, "{}", json!({"output": tokenizer.decode(generated)?}))?;
         n += 1;
     }

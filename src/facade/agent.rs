@@ -9,16 +9,12 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::model::{busy, release_drafts, start, GenerateRequest, Inner, Model};
+use super::model::{request_from_js, Model};
 use super::{to_js, to_js_value};
-use crate::agent::{
-    tool_constraint, Conversation, RecordedCall, ToolCallFormat, ToolChoice, ToolSpec, Turn,
-    TurnStep,
-};
+use crate::agent::{Conversation, RecordedCall, ToolChoice, ToolSpec, Turn, TurnStep};
+use crate::assembly::{busy, AssembledModel};
 use crate::bundle;
 use crate::error::{Result, WispError};
-use crate::generate::LogitsProcessor;
-use crate::grammar::response_constraint;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -54,7 +50,7 @@ fn from_js<T: for<'de> Deserialize<'de>>(value: JsValue, what: &str) -> Result<T
 
 #[wasm_bindgen]
 pub struct Agent {
-    model: Rc<Inner>,
+    model: Rc<AssembledModel>,
     conversation: Rc<RefCell<Conversation>>,
     max_result_tokens: usize,
 }
@@ -70,23 +66,14 @@ impl Agent {
         } else {
             from_js(options, "agent options").map_err(to_js)?
         };
-        let Some(template) = &model.inner.template else {
-            return Err(to_js(WispError::InvalidModel(
-                "an agent needs a model with a chat template".into(),
-            )));
-        };
-        // A template without a tools section gets them Hermes style, and its model calls that way.
-        let format = match options.tool_call_format {
-            Some(bundle::ToolCallFormat::Llama3Json) if template.renders_tools() => {
-                ToolCallFormat::Llama3Json
-            }
-            _ => ToolCallFormat::Hermes,
-        };
-        let conversation = Conversation::new(
-            options.system,
-            format,
-            options.max_result_chars.unwrap_or(usize::MAX),
-        );
+        let conversation = model
+            .inner
+            .conversation(
+                options.system,
+                options.tool_call_format,
+                options.max_result_chars.unwrap_or(usize::MAX),
+            )
+            .map_err(to_js)?;
         Ok(Agent {
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
@@ -106,7 +93,6 @@ impl Agent {
     pub fn add_tool(&self, spec: JsValue) -> std::result::Result<(), JsValue> {
         let input: ToolInput = serde_wasm_bindgen::from_value(spec)
             .map_err(|e| to_js(WispError::InvalidTool(format!("tool: {e}"))))?;
-        let name = input.name.clone();
         let spec = ToolSpec {
             name: input.name,
             description: input.description,
@@ -114,22 +100,9 @@ impl Agent {
             timeout_ms: input.timeout_ms,
         };
         let mut conversation = self.conversation()?;
-        conversation.tools.register(spec).map_err(to_js)?;
-        let checked = self.model.grammar_env().and_then(|env| {
-            let only = ToolChoice::Named(name.clone());
-            tool_constraint(
-                env,
-                &conversation.tools,
-                conversation.format,
-                &only,
-                None,
-                false,
-            )
-        });
-        if let Err(error) = checked {
-            conversation.tools.remove(&name);
-            return Err(to_js(error));
-        }
+        self.model
+            .register_tool(&mut conversation, spec)
+            .map_err(to_js)?;
         Ok(())
     }
 
@@ -248,37 +221,11 @@ impl Agent {
             } else {
                 from_js(tool_choice, "toolChoice").map_err(to_js)?
             };
-            let request = GenerateRequest::from_js(request).map_err(to_js)?;
-            let prompt = {
-                let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
-                let template = model
-                    .template
-                    .as_ref()
-                    .ok_or_else(|| to_js(WispError::InvalidModel("no chat template".into())))?;
-                let text = conversation.prompt(template).map_err(to_js)?;
-                model
-                    .tokenizer()
-                    .and_then(|t| t.encode(&text))
-                    .map_err(to_js)?
-            };
-            // Built before the prefill, so that a bad `toolChoice` or schema fails without touching the
-            // cache.
-            let (constraint, calls_possible) = {
-                let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
-                turn_constraint(&model, &conversation, &choice, &request).map_err(to_js)?
-            };
-            let (generation, epoch) = start(&model, &prompt, request, constraint)
+            let request = request_from_js(request).map_err(to_js)?;
+            let (turn, epoch) = model
+                .start_turn(&conversation, request, &choice)
                 .await
                 .map_err(to_js)?;
-            let turn = {
-                let conversation = conversation.try_borrow().map_err(|_| to_js(busy()))?;
-                let turn = Turn::new(generation, &conversation);
-                if calls_possible {
-                    turn
-                } else {
-                    turn.without_calls()
-                }
-            };
             Ok(AgentTurn {
                 model,
                 conversation,
@@ -288,60 +235,6 @@ impl Agent {
             .into())
         })
     }
-}
-
-/// The constraint of the next assistant message, and whether it can hold calls: none when it is free text
-/// without tools; the JSON answer alone when it cannot call; otherwise the tool-call grammar (with the
-/// JSON answer in place of text when there is a `responseFormat`).
-fn turn_constraint(
-    model: &Inner,
-    conversation: &Conversation,
-    choice: &ToolChoice,
-    request: &GenerateRequest,
-) -> Result<(Option<Box<dyn LogitsProcessor>>, bool)> {
-    // A JSON answer; `{ type: "text" }` is the same as none.
-    let answer = request
-        .response_format
-        .as_ref()
-        .filter(|format| format.schema().is_some());
-    let no_calls = matches!(choice, ToolChoice::None)
-        || (conversation.tools.is_empty() && *choice == ToolChoice::Auto);
-    if no_calls {
-        let constraint = match answer {
-            Some(format) => response_constraint(model.grammar_env()?, format, true)?
-                .map(|c| Box::new(c) as Box<dyn LogitsProcessor>),
-            // The tools stay registered with "none": the grammar keeps their openers out of the text.
-            None if !conversation.tools.is_empty() => Some(Box::new(tool_constraint(
-                model.grammar_env()?,
-                &conversation.tools,
-                conversation.format,
-                choice,
-                None,
-                true,
-            )?)
-                as Box<dyn LogitsProcessor>),
-            None => None,
-        };
-        return Ok((constraint, answer.is_none()));
-    }
-    let env = model.grammar_env()?;
-    let schema = match answer {
-        Some(format) => {
-            // The schema alone first, so that a bad one is a RESPONSE_FORMAT error.
-            response_constraint(env, format, false)?;
-            format.schema()
-        }
-        None => None,
-    };
-    let constraint = tool_constraint(
-        env,
-        &conversation.tools,
-        conversation.format,
-        choice,
-        schema.as_ref(),
-        true,
-    )?;
-    Ok((Some(Box::new(constraint)), true))
 }
 
 /// The step with each call's arguments as JSON text, which the page reads with `JSON.parse`. Handed over
@@ -369,7 +262,7 @@ fn with_arguments_as_text(step: &TurnStep) -> std::result::Result<serde_json::Va
 
 #[wasm_bindgen]
 pub struct AgentTurn {
-    model: Rc<Inner>,
+    model: Rc<AssembledModel>,
     conversation: Rc<RefCell<Conversation>>,
     turn: Rc<RefCell<Turn>>,
     epoch: u64,
@@ -414,7 +307,8 @@ impl Drop for AgentTurn {
     /// As for `Generation`: unconfirmed draft tokens of an abandoned turn leave the cache.
     fn drop(&mut self) {
         if let Ok(mut turn) = self.turn.try_borrow_mut() {
-            release_drafts(&self.model, self.epoch, |decoder| turn.drop_drafts(decoder));
+            self.model
+                .release_drafts(self.epoch, |decoder| turn.drop_drafts(decoder));
         }
     }
 }

@@ -1,8 +1,11 @@
-//! The dot-product kernels (whichever `kernels` is compiled: portable, or simd128 on wasm) against
+//! The dot-product kernels (whichever `kernels` is compiled: portable, or simd128 / relaxed SIMD on wasm) against
 //! dequantize-then-f64 references (within the i16 rounding of the activations), on random blocks with
 //! edge-case scales.
 
 use half::f16;
+// On wasm32 these run under wasm-bindgen-test (in Node, tools/wasm-kernel-tests.sh): the kernels that ship.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use super::activations::{QuantizedRow, QuantizedRows};
 use super::blocks::convert;

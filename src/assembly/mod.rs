@@ -1,0 +1,368 @@
+//! A model and its turns exactly as users get them: weights, tokenizer, chat template, end-of-turn tokens
+//! and backend put together (`AssembledModel::load`), and the start of a generation or an agent turn on it
+//! (prompt, constraint, cache). The wasm facade converts values around this; the native tests and tools
+//! use it directly, so that they run what pages run.
+
+mod turn;
+
+use std::cell::{Cell, OnceCell, RefCell};
+
+use serde::Deserialize;
+
+use crate::agent::{Conversation, ToolCallFormat};
+use crate::bundle;
+use crate::error::{Result, WispError};
+use crate::generate::{self, Decoder, GenerateOptions, LogitsProcessor, SamplingParams};
+use crate::grammar::{response_constraint, GrammarEnv, ResponseFormat};
+use crate::model::{ModelConfig, ModelWeights};
+use crate::text::{ChatTemplate, Tokenizer};
+
+pub use turn::turn_constraint;
+
+#[cfg(feature = "webgpu")]
+const DEFAULT_CHUNK: usize = 4;
+const DEFAULT_CONTEXT: usize = 512;
+
+/// How to put a model together (the facade reads them from `Model.load`'s options).
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoadOptions {
+    /// `config.json` text (required with safetensors weights).
+    pub config: Option<String>,
+    pub chat_template: Option<String>,
+    pub chunk_len: Option<usize>,
+    pub context_len: Option<usize>,
+    /// "auto" (default), "webgpu" or "cpu".
+    pub backend: Option<String>,
+    /// Why the caller chose `backend` (the package's JS says so when it picks the threaded CPU module).
+    pub reason: Option<String>,
+    /// Strings that end the model's turn (a bundle's `stop`).
+    #[serde(default)]
+    pub stop: Vec<String>,
+}
+
+/// One generation's options, as `generate()` and agent turns send them.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GenerateRequest {
+    #[serde(default)]
+    pub sampling: SamplingParams,
+    pub max_tokens: usize,
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// Draft tokens verified per pass (prompt lookup); absent: the backend's choice, 0: off.
+    #[serde(default)]
+    pub draft_tokens: Option<usize>,
+    /// Fresh entropy, used when `sampling.seed` is not set.
+    pub seed: u64,
+    /// What the answer must be (OpenAI's `response_format`); absent: free text.
+    #[serde(default)]
+    pub response_format: Option<ResponseFormat>,
+}
+
+pub struct AssembledModel {
+    pub decoder: RefCell<Decoder>,
+    pub tokenizer: Option<Tokenizer>,
+    pub template: Option<ChatTemplate>,
+    pub config: ModelConfig,
+    /// Tokens that end the model's turn (from GGUF metadata and single-token stop strings).
+    pub eos_token_ids: Vec<u32>,
+    /// Stop strings of the bundle that are not single tokens.
+    pub stop: Vec<String>,
+    /// Bumped by every call that changes the cache; a generation only steps while it is unchanged.
+    pub epoch: Cell<u64>,
+    /// Why this backend was chosen.
+    pub backend_reason: String,
+    /// The vocabulary for constrained decoding (tool calls, `responseFormat`), built on first use and
+    /// shared by every agent of the model.
+    grammar: OnceCell<GrammarEnv>,
+}
+
+/// The error for a call that needs the model while another holds it.
+pub fn busy() -> WispError {
+    WispError::Busy("the model is running a forward pass; await it first".into())
+}
+
+impl AssembledModel {
+    /// Puts a model together from GGUF or safetensors bytes and an optional `tokenizer.json`; GGUF files
+    /// bring their own configuration, tokenizer and template.
+    pub async fn load(
+        weights: &[u8],
+        tokenizer: Option<&[u8]>,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        let (config, mut source) = ModelWeights::load(weights, options.config.as_deref())?;
+        let tokenizer = match (tokenizer, source.metadata()) {
+            (Some(json), _) => Some(Tokenizer::from_json(json)?),
+            (None, Some(meta)) if meta.get("tokenizer.ggml.tokens").is_some() => {
+                Some(Tokenizer::from_gguf(meta)?)
+            }
+            _ => None,
+        };
+        let template_text = options.chat_template.clone().or_else(|| {
+            source
+                .metadata()
+                .and_then(|m| m.get_str("tokenizer.chat_template").ok())
+                .map(str::to_string)
+        });
+        // Checked before any backend is touched: a tokenizer made for other weights fails here.
+        if let Some(tokenizer) = &tokenizer {
+            tokenizer.check_fits(config.vocab_size)?;
+        }
+        let template = template_text
+            .as_deref()
+            .map(ChatTemplate::new)
+            .transpose()?
+            .map(|template| match &tokenizer {
+                Some(tokenizer) => template.protect(tokenizer.added_tokens()),
+                None => template,
+            });
+        let context_len = options
+            .context_len
+            .unwrap_or(DEFAULT_CONTEXT.min(config.max_position_embeddings));
+        let mut eos_token_ids: Vec<u32> = source
+            .metadata()
+            .and_then(|m| m.get_u32("tokenizer.ggml.eos_token_id").ok())
+            .into_iter()
+            .collect();
+        let mut stop = Vec::new();
+        for s in options.stop {
+            match tokenizer.as_ref().and_then(|t| t.token_id(&s)) {
+                Some(id) => eos_token_ids.push(id),
+                None => stop.push(s),
+            }
+        }
+        if let Some(id) = eos_token_ids
+            .iter()
+            .find(|&&id| id as usize >= config.vocab_size)
+        {
+            return Err(WispError::InvalidModel(format!(
+                "the end-of-turn token {id} is outside the vocabulary of {} tokens",
+                config.vocab_size
+            )));
+        }
+        let (decoder, reason) = open_decoder(
+            &config,
+            &mut source,
+            options.backend.as_deref(),
+            options.chunk_len,
+            context_len,
+            options.reason,
+        )
+        .await?;
+        Ok(AssembledModel {
+            decoder: RefCell::new(decoder),
+            tokenizer,
+            template,
+            config,
+            eos_token_ids,
+            stop,
+            epoch: Cell::new(0),
+            backend_reason: reason,
+            grammar: OnceCell::new(),
+        })
+    }
+
+    /// A bundle from a folder on disk (its `manifest.json` and the files it names), as `Model.load({
+    /// bundle })` puts it together, on `backend` (native tests and tools).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub async fn load_bundle(dir: &std::path::Path, backend: &str) -> Result<Self> {
+        let read = |name: &str| {
+            std::fs::read(dir.join(name)).map_err(|e| {
+                WispError::InvalidManifest(format!("{}: {e}", dir.join(name).display()))
+            })
+        };
+        let text = |name: &str| {
+            read(name).and_then(|bytes| {
+                String::from_utf8(bytes)
+                    .map_err(|_| WispError::InvalidModel(format!("{name} is not UTF-8 text")))
+            })
+        };
+        let manifest = bundle::Manifest::parse(&text("manifest.json")?)?;
+        let files = &manifest.files;
+        let weights = read(&files.weights.path)?;
+        let tokenizer = files
+            .tokenizer
+            .as_ref()
+            .map(|f| read(&f.path))
+            .transpose()?;
+        let options = LoadOptions {
+            config: files.config.as_ref().map(|f| text(&f.path)).transpose()?,
+            chat_template: files
+                .chat_template
+                .as_ref()
+                .map(|f| text(&f.path))
+                .transpose()?,
+            context_len: manifest.context_length,
+            backend: Some(backend.into()),
+            stop: manifest.stop.clone(),
+            ..LoadOptions::default()
+        };
+        Self::load(&weights, tokenizer.as_deref(), options).await
+    }
+
+    pub fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.tokenizer.as_ref().ok_or_else(|| {
+            WispError::InvalidModel("this model was loaded without a tokenizer".into())
+        })
+    }
+
+    pub fn template(&self) -> Result<&ChatTemplate> {
+        self.template
+            .as_ref()
+            .ok_or_else(|| WispError::InvalidModel("this model has no chat template".into()))
+    }
+
+    pub fn grammar_env(&self) -> Result<&GrammarEnv> {
+        if let Some(env) = self.grammar.get() {
+            return Ok(env);
+        }
+        let env = GrammarEnv::new(
+            self.tokenizer()?,
+            self.config.vocab_size,
+            &self.eos_token_ids,
+        )?;
+        Ok(self.grammar.get_or_init(|| env))
+    }
+
+    /// A conversation for an agent on this model: the tool-call format the template can show (a template
+    /// without a tools section gets the tools Hermes style, and its model calls that way).
+    pub fn conversation(
+        &self,
+        system: Option<String>,
+        format: Option<bundle::ToolCallFormat>,
+        max_result_chars: usize,
+    ) -> Result<Conversation> {
+        let template = self.template().map_err(|_| {
+            WispError::InvalidModel("an agent needs a model with a chat template".into())
+        })?;
+        let format = match format {
+            Some(bundle::ToolCallFormat::Llama3Json) if template.renders_tools() => {
+                ToolCallFormat::Llama3Json
+            }
+            _ => ToolCallFormat::Hermes,
+        };
+        Ok(Conversation::new(system, format, max_result_chars))
+    }
+
+    /// Starts a generation after `prompt`, constrained by the request's `responseFormat` (checked before
+    /// the prefill, so that a bad schema fails without touching the cache).
+    pub async fn start_generation(
+        &self,
+        prompt: &[u32],
+        request: GenerateRequest,
+    ) -> Result<(generate::Generation, u64)> {
+        let constraint: Option<Box<dyn LogitsProcessor>> = match &request.response_format {
+            Some(format) => response_constraint(self.grammar_env()?, format, true)?
+                .map(|c| Box::new(c) as Box<dyn LogitsProcessor>),
+            None => None,
+        };
+        self.start(prompt, request, constraint).await
+    }
+
+    /// Starts a generation on the model, constrained by `constraint` from its first token, marking the
+    /// cache as taken by it: returns the state and the epoch.
+    pub(crate) async fn start(
+        &self,
+        prompt: &[u32],
+        request: GenerateRequest,
+        constraint: Option<Box<dyn LogitsProcessor>>,
+    ) -> Result<(generate::Generation, u64)> {
+        let mut decoder = self.decoder.try_borrow_mut().map_err(|_| busy())?;
+        let epoch = self.epoch.get() + 1;
+        self.epoch.set(epoch);
+        let mut stop = self.stop.clone();
+        stop.extend(request.stop);
+        let options = GenerateOptions {
+            sampling: request.sampling,
+            max_new_tokens: request.max_tokens,
+            stop,
+            draft_len: request.draft_tokens,
+        };
+        let mut state = generate::Generation::start(
+            &mut decoder,
+            prompt,
+            &self.eos_token_ids,
+            options,
+            request.seed,
+        )
+        .await?;
+        if let Some(constraint) = constraint {
+            state.add_processor(constraint);
+        }
+        Ok((state, epoch))
+    }
+
+    /// Runs `drop_drafts` on the model's decoder when the generation (or turn) of `epoch` is still the
+    /// model's latest use; a later call has already replaced or reused its cache otherwise.
+    pub fn release_drafts(&self, epoch: u64, drop_drafts: impl FnOnce(&mut Decoder) -> Result<()>) {
+        if self.epoch.get() != epoch {
+            return;
+        }
+        if let Ok(mut decoder) = self.decoder.try_borrow_mut() {
+            // Cannot fail: the drafts are the newest cached tokens.
+            let _ = drop_drafts(&mut decoder);
+        }
+    }
+}
+
+/// The decoder on the backend that `backend` names ("auto" when absent), and why it was chosen.
+async fn open_decoder(
+    config: &ModelConfig,
+    source: &mut ModelWeights<'_>,
+    backend: Option<&str>,
+    // Graph chunks are a GPU matter: the CPU backend runs chunks of its own size.
+    chunk_len: Option<usize>,
+    context_len: usize,
+    reason: Option<String>,
+) -> Result<(Decoder, String)> {
+    // Checked on every backend, so that a page learns of a bad value before it meets a GPU.
+    if let Some(chunk_len) = chunk_len {
+        crate::graph::check_chunk_len(chunk_len)?;
+    }
+    let (gpu, why) = match backend.unwrap_or("auto") {
+        "cpu" => (false, reason.unwrap_or_else(|| "asked for".into())),
+        "webgpu" => (true, "asked for".into()),
+        #[cfg(feature = "webgpu")]
+        "auto" => match crate::backend::adapter_info().await {
+            Ok(adapter) if !adapter.is_fallback_adapter => (
+                true,
+                format!("auto: a hardware WebGPU adapter ({})", adapter.description),
+            ),
+            Ok(_) => (
+                false,
+                "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels"
+                    .into(),
+            ),
+            Err(e) => (false, format!("auto: {e}")),
+        },
+        #[cfg(not(feature = "webgpu"))]
+        "auto" => (
+            false,
+            reason.unwrap_or_else(|| "auto: this module has the CPU backend only".into()),
+        ),
+        other => {
+            return Err(WispError::InvalidRequest(format!(
+                "backend is '{other}'; use \"auto\", \"webgpu\" or \"cpu\""
+            )))
+        }
+    };
+    if !gpu {
+        return Ok((Decoder::cpu(config, source, context_len)?, why));
+    }
+    #[cfg(feature = "webgpu")]
+    {
+        let shape = crate::graph::DecoderShape {
+            chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
+            cache_len: context_len,
+        };
+        Ok((Decoder::new(config, source, shape).await?, why))
+    }
+    #[cfg(not(feature = "webgpu"))]
+    {
+        Err(WispError::GpuUnavailable(
+            "this is Wisp's CPU-only (threaded) module; WebGPU models load with the main one"
+                .into(),
+        ))
+    }
+}
