@@ -10,7 +10,7 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export NODE_ARGS=--experimental-wasm-relaxed-simd
 run() {
   echo "wasm kernel tests: $1"
-  cargo test --quiet --lib --target wasm32-unknown-unknown --no-default-features --target-dir "target/$2" -- kernel_tests
+  cargo test --lib --target wasm32-unknown-unknown --no-default-features --target-dir "target/$2" -- kernel_tests
 }
 run simd128 kernels-simd128
 # RUSTFLAGS replaces .cargo/config.toml's flags, so it repeats them.
