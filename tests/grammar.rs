@@ -5,6 +5,7 @@
 //! errors. And `response_format`: every answer is JSON valid for its schema (checked by `jsonschema`, not
 //! by the grammar), alone or as the alternative to tool calls.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -12,63 +13,58 @@ use serde_json::{json, Value};
 use wisp::agent::{
     tool_constraint, Conversation, ToolCallFormat, ToolChoice, ToolSpec, Turn, TurnEvent,
 };
-use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
+use wisp::assembly::{AssembledModel, GenerateRequest, LoadOptions};
+use wisp::generate::{FinishReason, SamplingParams};
 use wisp::grammar::{response_constraint, GrammarEnv, ResponseFormat};
-use wisp::model::ModelWeights;
-use wisp::text::{ChatTemplate, Tokenizer};
+use wisp::text::Tokenizer;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-struct Model {
-    decoder: Decoder,
-    tokenizer: Tokenizer,
-    template: Option<ChatTemplate>,
-    env: GrammarEnv,
-    eos: Vec<u32>,
-}
+/// Models as `Model.load` puts them together (src/assembly/).
+type Model = AssembledModel;
 
 fn bundled() -> Model {
-    let dir = root().join("models/wisp-mini");
-    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let weights = read("model.safetensors");
-    let config = String::from_utf8(read("config.json")).unwrap();
-    let (config, source) = ModelWeights::load(&weights, Some(&config)).unwrap();
-    let tokenizer = Tokenizer::from_json(&read("tokenizer.json")).unwrap();
-    let template =
-        ChatTemplate::new(&String::from_utf8(read("chat_template.jinja")).unwrap()).unwrap();
-    let eos: Vec<u32> = ["<|im_end|>", "<|endoftext|>"]
-        .iter()
-        .map(|t| tokenizer.token_id(t).unwrap())
-        .collect();
-    let env = GrammarEnv::new(&tokenizer, config.vocab_size, &eos).unwrap();
-    Model {
-        decoder: Decoder::cpu(&config, &source, 1024).unwrap(),
-        tokenizer,
-        template: Some(template),
-        env,
-        eos,
-    }
+    pollster::block_on(AssembledModel::load_bundle(
+        &root().join("models/wisp-mini"),
+        "cpu",
+    ))
+    .unwrap()
 }
 
 /// The tiny Llama fixture: random weights, a byte-level vocabulary of 256 tokens and no end token of its
-/// own, so the token of byte 0 plays that part.
+/// own, so the token of byte 0 plays that part (a stop string that is one token).
 fn tiny() -> Model {
     let dir = root().join("tests/fixtures/decoders");
-    let config = std::fs::read_to_string(dir.join("llama.config.json")).unwrap();
-    let weights = std::fs::read(dir.join("llama.safetensors")).unwrap();
-    let (config, source) = ModelWeights::load(&weights, Some(&config)).unwrap();
-    let tokenizer =
-        Tokenizer::from_json(&std::fs::read(dir.join("bytes.tokenizer.json")).unwrap()).unwrap();
-    let eos = vec![tokenizer.token_id("Ā").unwrap()];
-    let env = GrammarEnv::new(&tokenizer, config.vocab_size, &eos).unwrap();
-    Model {
-        decoder: Decoder::cpu(&config, &source, 1024).unwrap(),
-        tokenizer,
-        template: None,
-        env,
-        eos,
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let options = LoadOptions {
+        config: Some(String::from_utf8(read("llama.config.json")).unwrap()),
+        backend: Some("cpu".into()),
+        context_len: Some(1024),
+        stop: vec!["Ā".into()],
+        ..LoadOptions::default()
+    };
+    pollster::block_on(AssembledModel::load(
+        &read("llama.safetensors"),
+        Some(&read("bytes.tokenizer.json")),
+        options,
+    ))
+    .unwrap()
+}
+
+fn request(
+    sampling: SamplingParams,
+    max_tokens: usize,
+    response_format: Option<ResponseFormat>,
+) -> GenerateRequest {
+    GenerateRequest {
+        sampling,
+        max_tokens,
+        stop: Vec::new(),
+        draft_tokens: None,
+        seed: 1,
+        response_format,
     }
 }
 
@@ -147,7 +143,8 @@ fn conversation(tools: &[ToolSpec], format: ToolCallFormat, prompt: &str) -> Con
 fn prompt_ids(model: &Model, c: &Conversation) -> Vec<u32> {
     match &model.template {
         Some(template) => model
-            .tokenizer
+            .tokenizer()
+            .unwrap()
             .encode(&c.prompt(template).unwrap())
             .unwrap(),
         None => {
@@ -155,7 +152,7 @@ fn prompt_ids(model: &Model, c: &Conversation) -> Vec<u32> {
                 "{}\n",
                 c.messages.last().unwrap().content.as_deref().unwrap()
             );
-            model.tokenizer.encode(&text).unwrap()
+            model.tokenizer().unwrap().encode(&text).unwrap()
         }
     }
 }
@@ -200,21 +197,9 @@ impl Outcome {
     }
 }
 
-/// A generation of `ids` on the model's decoder that ends at the model's end tokens.
-fn start(model: &mut Model, ids: &[u32], options: GenerateOptions) -> Generation {
-    pollster::block_on(Generation::start(
-        &mut model.decoder,
-        ids,
-        &model.eos,
-        options,
-        1,
-    ))
-    .unwrap()
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run(
-    model: &mut Model,
+    model: &Model,
     tools: &[ToolSpec],
     format: ToolCallFormat,
     prompt: &str,
@@ -223,26 +208,40 @@ fn run(
     sampling: SamplingParams,
     max_new_tokens: usize,
 ) -> Outcome {
-    let mut c = conversation(tools, format, prompt);
-    let ids = prompt_ids(model, &c);
-    let options = GenerateOptions {
-        sampling,
-        max_new_tokens,
-        stop: Vec::new(),
-        draft_len: None,
+    let c = RefCell::new(conversation(tools, format, prompt));
+    let ids = prompt_ids(model, &c.borrow());
+    let request = request(sampling, max_new_tokens, None);
+    let mut turn = match choice {
+        // A turn as pages start it: the assembly renders the prompt and builds the constraint.
+        Some(choice) if jump_forward && model.template.is_some() => {
+            pollster::block_on(model.start_turn(&c, request, choice))
+                .unwrap()
+                .0
+        }
+        // Baselines no page can ask for (no constraint, masking without jump-forward) and the tiny
+        // model, which has no chat template: the constraint under test added to a plain generation.
+        _ => {
+            let (mut generation, _) =
+                pollster::block_on(model.start_generation(&ids, request)).unwrap();
+            if let Some(choice) = choice {
+                let env = model.grammar_env().unwrap();
+                let constraint =
+                    tool_constraint(env, &c.borrow().tools, format, choice, None, jump_forward)
+                        .unwrap();
+                generation.add_processor(Box::new(constraint));
+            }
+            Turn::new(generation, &c.borrow())
+        }
     };
-    let mut generation = start(model, &ids, options);
-    if let Some(choice) = choice {
-        let constraint =
-            tool_constraint(&model.env, &c.tools, format, choice, None, jump_forward).unwrap();
-        generation.add_processor(Box::new(constraint));
-    }
-    let mut turn = Turn::new(generation, &c);
     let mut outcome = Outcome::default();
     loop {
         let t0 = Instant::now();
-        let step =
-            pollster::block_on(turn.step(&mut model.decoder, &model.tokenizer, &mut c)).unwrap();
+        let step = pollster::block_on(turn.step(
+            &mut model.decoder.borrow_mut(),
+            model.tokenizer().unwrap(),
+            &mut c.borrow_mut(),
+        ))
+        .unwrap();
         outcome.constrained_ms += t0.elapsed().as_secs_f64() * 1e3;
         outcome.events.extend(step.events);
         if step.finish.is_some() {
@@ -253,8 +252,8 @@ fn run(
     let usage = turn.generation().usage();
     outcome.forced = usage.forced_tokens;
     outcome.completion = usage.completion_tokens;
-    let n = model.decoder.len();
-    outcome.tokens = model.decoder.tokens()[ids.len()..n].to_vec();
+    let decoder = model.decoder.borrow();
+    outcome.tokens = decoder.tokens()[ids.len()..decoder.len()].to_vec();
     outcome
 }
 
@@ -276,7 +275,7 @@ fn greedy() -> SamplingParams {
 /// Every call of every constrained message is valid, but for one the token budget cut short (a grammar
 /// cannot make a call fit a budget); returns (valid calls, calls cut by the budget, messages).
 fn all_valid(
-    model: &mut Model,
+    model: &Model,
     format: ToolCallFormat,
     choice: &ToolChoice,
     seeds: u64,
@@ -326,9 +325,9 @@ fn all_valid(
 
 #[test]
 fn tiny_random_model_only_writes_valid_calls() {
-    let mut model = tiny();
+    let model = tiny();
     for format in [ToolCallFormat::Hermes, ToolCallFormat::Llama3Json] {
-        let (valid, cut, messages) = all_valid(&mut model, format, &ToolChoice::Required, 4);
+        let (valid, cut, messages) = all_valid(&model, format, &ToolChoice::Required, 4);
         eprintln!("tiny model, {format:?}, required: {valid} valid calls, 0 invalid, {cut} cut by the budget, in {messages} messages");
     }
 }
@@ -336,10 +335,10 @@ fn tiny_random_model_only_writes_valid_calls() {
 #[test]
 fn tiny_random_model_unconstrained_writes_no_valid_call() {
     // The baseline the constraint is measured against: on its own the fixture writes garbage.
-    let mut model = tiny();
+    let model = tiny();
     let tools = &tool_sets()[0];
     let o = run(
-        &mut model,
+        &model,
         tools,
         ToolCallFormat::Hermes,
         PROMPTS[0],
@@ -353,9 +352,9 @@ fn tiny_random_model_unconstrained_writes_no_valid_call() {
 
 #[test]
 fn bundled_model_only_writes_valid_calls() {
-    let mut model = bundled();
+    let model = bundled();
     for choice in [ToolChoice::Required, ToolChoice::Auto] {
-        let (valid, cut, messages) = all_valid(&mut model, ToolCallFormat::Hermes, &choice, 3);
+        let (valid, cut, messages) = all_valid(&model, ToolCallFormat::Hermes, &choice, 3);
         eprintln!("bundled model, Hermes, {choice:?}: {valid} valid calls, 0 invalid, {cut} cut by the budget, in {messages} messages");
     }
     // Speed: per generated token, constrained (masks, jump-forward) against free decoding of as many
@@ -365,7 +364,7 @@ fn bundled_model_only_writes_valid_calls() {
     for (p, prompt) in PROMPTS.iter().enumerate() {
         let tools = &tool_sets()[p % 3];
         let o = run(
-            &mut model,
+            &model,
             tools,
             ToolCallFormat::Hermes,
             prompt,
@@ -378,7 +377,7 @@ fn bundled_model_only_writes_valid_calls() {
         tokens += o.completion;
         constrained_ms += o.constrained_ms;
         let free = run(
-            &mut model,
+            &model,
             tools,
             ToolCallFormat::Hermes,
             prompt,
@@ -400,13 +399,13 @@ fn bundled_model_only_writes_valid_calls() {
 
 #[test]
 fn tool_choice_modes() {
-    let mut model = bundled();
+    let model = bundled();
     let tools = &tool_sets()[0];
     for seed in 0..6 {
         let prompt = PROMPTS[seed as usize % PROMPTS.len()];
         // none: never a call, even where the model would call one.
         let o = run(
-            &mut model,
+            &model,
             tools,
             ToolCallFormat::Hermes,
             prompt,
@@ -419,7 +418,7 @@ fn tool_choice_modes() {
         assert!(!o.text().contains("<tool_call>"), "none: {o:?}");
         // required: the message opens with a call.
         let o = run(
-            &mut model,
+            &model,
             tools,
             ToolCallFormat::Hermes,
             prompt,
@@ -437,7 +436,7 @@ fn tool_choice_modes() {
         // named: only that tool.
         let named = ToolChoice::Named("get_time".into());
         let o = run(
-            &mut model,
+            &model,
             tools,
             ToolCallFormat::Hermes,
             prompt,
@@ -454,10 +453,10 @@ fn tool_choice_modes() {
         }
     }
     // Llama 3 JSON: `none` keeps the message from starting like a call.
-    let mut tiny = tiny();
+    let tiny = tiny();
     for seed in 0..6 {
         let o = run(
-            &mut tiny,
+            &tiny,
             tools,
             ToolCallFormat::Llama3Json,
             PROMPTS[0],
@@ -468,7 +467,7 @@ fn tool_choice_modes() {
         );
         assert_eq!(o.started(), 0, "llama none: {o:?}");
         let o = run(
-            &mut tiny,
+            &tiny,
             tools,
             ToolCallFormat::Llama3Json,
             PROMPTS[0],
@@ -483,14 +482,14 @@ fn tool_choice_modes() {
 
 #[test]
 fn jump_forward_gives_the_tokens_of_masking_alone() {
-    for mut model in [bundled(), tiny()] {
+    for model in [bundled(), tiny()] {
         let (mut forced, mut total) = (0, 0);
         for (s, tools) in tool_sets().iter().enumerate() {
             for prompt in PROMPTS {
                 for format in [ToolCallFormat::Hermes, ToolCallFormat::Llama3Json] {
                     let choice = ToolChoice::Required;
                     let masked = run(
-                        &mut model,
+                        &model,
                         tools,
                         format,
                         prompt,
@@ -500,7 +499,7 @@ fn jump_forward_gives_the_tokens_of_masking_alone() {
                         300,
                     );
                     let jumped = run(
-                        &mut model,
+                        &model,
                         tools,
                         format,
                         prompt,
@@ -544,7 +543,7 @@ fn unusable_schemas_are_coded_errors() {
         let mut c = Conversation::new(None, ToolCallFormat::Hermes, 100);
         c.tools.register(tool("t", parameters.clone())).unwrap();
         match tool_constraint(
-            &model.env,
+            model.grammar_env().unwrap(),
             &c.tools,
             ToolCallFormat::Hermes,
             &ToolChoice::Required,
@@ -558,7 +557,7 @@ fn unusable_schemas_are_coded_errors() {
     let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
     let unknown = ToolChoice::Named("nope".into());
     let e = tool_constraint(
-        &model.env,
+        model.grammar_env().unwrap(),
         &c.tools,
         ToolCallFormat::Hermes,
         &unknown,
@@ -748,28 +747,21 @@ const ANSWER_PROMPTS: &[&str] = &[
 
 /// One answer in `format`: its text, its finish reason, and the tokens it took.
 fn answer(
-    model: &mut Model,
+    model: &Model,
     format: &ResponseFormat,
     prompt: &str,
     sampling: SamplingParams,
 ) -> (String, Option<FinishReason>, usize) {
     let c = conversation(&[], ToolCallFormat::Hermes, prompt);
     let ids = prompt_ids(model, &c);
-    let options = GenerateOptions {
-        sampling,
-        max_new_tokens: 300,
-        stop: Vec::new(),
-        draft_len: None,
-    };
-    let constraint = response_constraint(&model.env, format, true)
-        .unwrap()
-        .unwrap();
-    let mut generation = start(model, &ids, options);
-    generation.add_processor(Box::new(constraint));
+    let request = request(sampling, 300, Some(format.clone()));
+    let (mut generation, _) = pollster::block_on(model.start_generation(&ids, request)).unwrap();
     let mut text = String::new();
     loop {
-        let step =
-            pollster::block_on(generation.step(&mut model.decoder, &model.tokenizer)).unwrap();
+        let step = pollster::block_on(
+            generation.step(&mut model.decoder.borrow_mut(), model.tokenizer().unwrap()),
+        )
+        .unwrap();
         text.push_str(&step.text);
         if step.finish.is_some() {
             return (text, step.finish, generation.usage().completion_tokens);
@@ -778,7 +770,7 @@ fn answer(
 }
 
 /// Every answer of every format, prompt and seed parses and validates; returns the number of answers.
-fn all_answers_valid(model: &mut Model, seeds: u64) -> usize {
+fn all_answers_valid(model: &Model, seeds: u64) -> usize {
     let mut answers = 0;
     for (f, format) in answer_formats().iter().enumerate() {
         let validator = jsonschema::validator_for(&format.schema().unwrap()).unwrap();
@@ -803,28 +795,23 @@ fn all_answers_valid(model: &mut Model, seeds: u64) -> usize {
 
 #[test]
 fn tiny_random_model_only_writes_valid_json_answers() {
-    let mut model = tiny();
-    let n = all_answers_valid(&mut model, 3);
+    let model = tiny();
+    let n = all_answers_valid(&model, 3);
     eprintln!("tiny model: {n} JSON answers, all valid");
 }
 
 #[test]
 fn bundled_model_only_writes_valid_json_answers() {
-    let mut model = bundled();
-    let n = all_answers_valid(&mut model, 3);
-    json_object_answers(&mut model);
-    let (text, _, tokens) = answer(
-        &mut model,
-        &answer_formats()[0],
-        ANSWER_PROMPTS[0],
-        greedy(),
-    );
+    let model = bundled();
+    let n = all_answers_valid(&model, 3);
+    json_object_answers(&model);
+    let (text, _, tokens) = answer(&model, &answer_formats()[0], ANSWER_PROMPTS[0], greedy());
     eprintln!("bundled model: {n} JSON answers, all valid; greedy, {tokens} tokens: {text}");
 }
 
 /// `{ type: "json_object" }`: any object, so its strings are unbounded and the undertrained model may write
 /// one until the budget ends it; every answer that ends is an object.
-fn json_object_answers(model: &mut Model) {
+fn json_object_answers(model: &Model) {
     let format: ResponseFormat = serde_json::from_value(json!({"type": "json_object"})).unwrap();
     let (mut ended, mut cut) = (0, 0);
     for prompt in ANSWER_PROMPTS {
@@ -844,7 +831,7 @@ fn json_object_answers(model: &mut Model) {
 #[test]
 fn answers_or_calls_with_tools() {
     // With tools and a JSON answer, a message is valid calls or the valid answer, never text.
-    let mut model = bundled();
+    let model = bundled();
     let format = &answer_formats()[0];
     let schema = format.schema().unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
@@ -852,31 +839,18 @@ fn answers_or_calls_with_tools() {
     let (mut calls, mut answers) = (0, 0);
     for (p, prompt) in ANSWER_PROMPTS.iter().chain(PROMPTS).enumerate() {
         for seed in 0..3 {
-            let mut c = conversation(tools, ToolCallFormat::Hermes, prompt);
-            let ids = prompt_ids(&model, &c);
-            let options = GenerateOptions {
-                sampling: sampled(seed),
-                max_new_tokens: 300,
-                stop: Vec::new(),
-                draft_len: None,
-            };
-            let constraint = tool_constraint(
-                &model.env,
-                &c.tools,
-                ToolCallFormat::Hermes,
-                &ToolChoice::Auto,
-                Some(&schema),
-                true,
-            )
-            .unwrap();
-            let mut generation = start(&mut model, &ids, options);
-            generation.add_processor(Box::new(constraint));
-            let mut turn = Turn::new(generation, &c);
+            let c = RefCell::new(conversation(tools, ToolCallFormat::Hermes, prompt));
+            let request = request(sampled(seed), 300, Some(format.clone()));
+            let (mut turn, _) =
+                pollster::block_on(model.start_turn(&c, request, &ToolChoice::Auto)).unwrap();
             let mut o = Outcome::default();
             loop {
-                let step =
-                    pollster::block_on(turn.step(&mut model.decoder, &model.tokenizer, &mut c))
-                        .unwrap();
+                let step = pollster::block_on(turn.step(
+                    &mut model.decoder.borrow_mut(),
+                    model.tokenizer().unwrap(),
+                    &mut c.borrow_mut(),
+                ))
+                .unwrap();
                 o.events.extend(step.events);
                 if step.finish.is_some() {
                     o.finish = step.finish;
@@ -901,7 +875,7 @@ fn answers_or_calls_with_tools() {
     // "none" leaves the answer alone; Llama 3 JSON calls cannot share "auto" with a JSON answer.
     let c = conversation(tools, ToolCallFormat::Llama3Json, "x");
     let e = tool_constraint(
-        &model.env,
+        model.grammar_env().unwrap(),
         &c.tools,
         ToolCallFormat::Llama3Json,
         &ToolChoice::Auto,
@@ -912,7 +886,7 @@ fn answers_or_calls_with_tools() {
     .unwrap();
     assert_eq!(e.code(), "INVALID_REQUEST");
     assert!(tool_constraint(
-        &model.env,
+        model.grammar_env().unwrap(),
         &c.tools,
         ToolCallFormat::Llama3Json,
         &ToolChoice::None,
@@ -927,9 +901,11 @@ fn unusable_response_formats_are_coded_errors() {
     let model = tiny();
     let read = |v: Value| serde_json::from_value::<ResponseFormat>(v).unwrap();
     let text = read(json!({"type": "text"}));
-    assert!(response_constraint(&model.env, &text, true)
-        .unwrap()
-        .is_none());
+    assert!(
+        response_constraint(model.grammar_env().unwrap(), &text, true)
+            .unwrap()
+            .is_none()
+    );
     for schema in [
         json!(true),
         json!({"type": 5}),
@@ -940,7 +916,7 @@ fn unusable_response_formats_are_coded_errors() {
     ] {
         let format =
             read(json!({"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}));
-        match response_constraint(&model.env, &format, true) {
+        match response_constraint(model.grammar_env().unwrap(), &format, true) {
             Err(e) => assert_eq!(e.code(), "RESPONSE_FORMAT", "{schema}: {e}"),
             Ok(_) => panic!("{schema}: compiled"),
         }

@@ -8,19 +8,16 @@
 mod argmax;
 use argmax::argmax;
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use wisp::agent::{
-    tool_constraint, Conversation, ToolCallFormat, ToolChoice, ToolSpec, Turn, TurnEvent,
-};
-use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
-use wisp::grammar::GrammarEnv;
-use wisp::graph::DecoderShape;
-use wisp::model::ModelWeights;
-use wisp::text::{ChatTemplate, Message, Tokenizer};
+use wisp::agent::{ToolChoice, ToolSpec, TurnEvent};
+use wisp::assembly::{AssembledModel, GenerateRequest, LoadOptions};
+use wisp::generate::{FinishReason, SamplingParams};
+use wisp::text::Message;
 
 #[derive(Deserialize)]
 struct Case {
@@ -56,16 +53,16 @@ fn smollm2_gguf_matches_the_reference() {
     .unwrap();
 
     let started = Instant::now();
-    let (config, mut weights) = ModelWeights::load(&bytes, None).expect("GGUF loads");
-    let meta = weights.metadata().expect("GGUF metadata");
-    let tokenizer = Tokenizer::from_gguf(meta).expect("tokenizer from GGUF metadata");
-    let template = ChatTemplate::new(meta.get_str("tokenizer.chat_template").unwrap()).unwrap();
-    let shape = DecoderShape {
-        chunk_len: 2,
-        cache_len: 128,
+    let options = LoadOptions {
+        backend: Some("webgpu".into()),
+        chunk_len: Some(2),
+        context_len: Some(128),
+        ..LoadOptions::default()
     };
-    let mut decoder =
-        pollster::block_on(Decoder::new(&config, &mut weights, shape)).expect("decoder builds");
+    let model =
+        pollster::block_on(AssembledModel::load(&bytes, None, options)).expect("model loads");
+    let (tokenizer, template) = (model.tokenizer().unwrap(), model.template().unwrap());
+    let mut decoder = model.decoder.borrow_mut();
     println!(
         "load + build + compile: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -237,21 +234,19 @@ fn smollm2_tool_calls_are_schema_valid() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(root.join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .expect("run tools/fetch-smollm2.sh first");
-    let (config, weights) = ModelWeights::load(&bytes, None).expect("GGUF loads");
-    let meta = weights.metadata().expect("GGUF metadata");
-    let tokenizer = Tokenizer::from_gguf(meta).expect("tokenizer from GGUF metadata");
-    let template = ChatTemplate::new(meta.get_str("tokenizer.chat_template").unwrap()).unwrap();
+    let options = LoadOptions {
+        backend: Some("cpu".into()),
+        context_len: Some(2048),
+        stop: vec!["<|im_end|>".into()],
+        ..LoadOptions::default()
+    };
+    let model =
+        pollster::block_on(AssembledModel::load(&bytes, None, options)).expect("model loads");
+    let tokenizer = model.tokenizer().unwrap();
     // The reason for the Hermes fallback: SmolLM2's template drops the tools.
-    assert!(!template.renders_tools());
-    let mut eos: Vec<u32> = meta
-        .get_u32("tokenizer.ggml.eos_token_id")
-        .into_iter()
-        .collect();
-    eos.extend(tokenizer.token_id("<|im_end|>"));
-    eos.dedup();
-    let mut decoder = Decoder::cpu(&config, &weights, 2048).expect("CPU decoder");
+    assert!(!model.template().unwrap().renders_tools());
     let t0 = Instant::now();
-    let env = GrammarEnv::new(&tokenizer, config.vocab_size, &eos).unwrap();
+    model.grammar_env().unwrap();
     println!(
         "grammar environment: {:.0} ms",
         t0.elapsed().as_secs_f64() * 1e3
@@ -277,42 +272,45 @@ fn smollm2_tool_calls_are_schema_valid() {
     let (mut failures, mut cuts) = (Vec::new(), Vec::new());
     let started = Instant::now();
     for (i, (prompt, want)) in prompts.iter().enumerate() {
-        let mut c = Conversation::new(
-            Some("You are a helpful assistant.".into()),
-            ToolCallFormat::Hermes,
-            4000,
-        );
+        let mut c = model
+            .conversation(Some("You are a helpful assistant.".into()), None, 4000)
+            .unwrap();
         for spec in &tools {
-            c.tools.register(spec.clone()).unwrap();
+            model.register_tool(&mut c, spec.clone()).unwrap();
         }
         c.push_user(prompt);
-        let ids = tokenizer.encode(&c.prompt(&template).unwrap()).unwrap();
+        let template = model.template().unwrap();
+        let ids = tokenizer.encode(&c.prompt(template).unwrap()).unwrap();
         if i == 0 {
-            let text = c.prompt(&template).unwrap();
+            let text = c.prompt(template).unwrap();
             assert!(text.contains("<tools>") && text.contains("\"name\": \"convert_units\""));
             println!(
                 "prompt: {} tokens (the tools section is shared, so later prompts reuse its cache)",
                 ids.len()
             );
         }
-        let options = GenerateOptions {
+        let request = GenerateRequest {
             sampling: SamplingParams {
                 temperature: 0.0,
                 ..SamplingParams::default()
             },
-            max_new_tokens: 256,
+            max_tokens: 256,
             stop: Vec::new(),
-            draft_len: None,
+            draft_tokens: None,
+            seed: 1,
+            response_format: None,
         };
-        let constraint =
-            tool_constraint(&env, &c.tools, c.format, &ToolChoice::Required, None, true).unwrap();
-        let mut generation =
-            pollster::block_on(Generation::start(&mut decoder, &ids, &eos, options, 1)).unwrap();
-        generation.add_processor(Box::new(constraint));
-        let mut turn = Turn::new(generation, &c);
+        let c = RefCell::new(c);
+        let (mut turn, _) =
+            pollster::block_on(model.start_turn(&c, request, &ToolChoice::Required)).unwrap();
         let mut events = Vec::new();
         let finish = loop {
-            let step = pollster::block_on(turn.step(&mut decoder, &tokenizer, &mut c)).unwrap();
+            let step = pollster::block_on(turn.step(
+                &mut model.decoder.borrow_mut(),
+                tokenizer,
+                &mut c.borrow_mut(),
+            ))
+            .unwrap();
             events.extend(step.events);
             if let Some(finish) = step.finish {
                 break finish;
@@ -341,8 +339,10 @@ fn smollm2_tool_calls_are_schema_valid() {
                 } else {
                     cut_later += 1;
                 }
-                let n = decoder.len();
-                let written = tokenizer.decode(&decoder.tokens()[ids.len()..n]).unwrap();
+                let decoder = model.decoder.borrow();
+                let written = tokenizer
+                    .decode(&decoder.tokens()[ids.len()..decoder.len()])
+                    .unwrap();
                 let from = written.char_indices().rev().nth(99).map_or(0, |(i, _)| i);
                 let tail = &written[from..];
                 cuts.push(format!(

@@ -1,0 +1,115 @@
+// The quantized kernels that ship, through a whole model in Chromium: a tiny Llama GGUF whose weights are
+// Q8_0, Q4_0, Q4_1 and Q4_K (F16 embeddings) on the CPU backend, against the f32 model of its weights as
+// the Python `gguf` package dequantizes them, run by onnxruntime (tools/make_quant_fixtures.py). Each
+// module the package ships runs it: the plain-SIMD and relaxed-SIMD main modules in a page, and the
+// threaded module on 1 and 2 threads in a worker of a cross-origin isolated page. Activations are rounded
+// to 8 bits per block before the integer products (as llama.cpp does), hence a tolerance: a share of each
+// row's spread, as in tests/cpu_decoder.rs.
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { after, before, describe, test } from "node:test";
+import { openBrowser } from "./harness.mjs";
+
+const WEIGHTS = "/tests/fixtures/decoders/llama-quant.gguf";
+// 5x the worst error measured natively (0.002 of the spread); a wrong block layout or scale is of order 1.
+const TOLERANCE = 0.01;
+
+let reference;
+before(async () => {
+  reference = JSON.parse(await readFile(new URL("../fixtures/decoders/llama-quant.json", import.meta.url), "utf8"));
+});
+
+// In `page`: every case's logits from one pass and from one-token steps, and the backend it ran on.
+function runCases(page, { relaxedSimd = true, worker = false, threads = 1 } = {}) {
+  return page.evaluate(
+    async ({ weights, cases, relaxedSimd, worker, threads }) => {
+      const { init, Model, WorkerModel } = await import("/pkg/index.js");
+      if (!worker) await init({ relaxedSimd });
+      const options = { backend: "cpu", contextLen: 64, cache: false, threads };
+      const model = worker ? await WorkerModel.load({ weights }, options) : await Model.load({ weights }, options);
+      const vocab = model.config.vocabSize;
+      const rows = (flat, n) => Array.from({ length: n }, (_, i) => [...flat.subarray(i * vocab, (i + 1) * vocab)]);
+      const out = [];
+      for (const tokens of cases) {
+        await model.seek(0);
+        const pass = rows(await model.forward(tokens), tokens.length);
+        await model.seek(0);
+        const steps = [];
+        for (const t of tokens) steps.push(...rows(await model.forward([t]), 1));
+        out.push({ pass, steps });
+      }
+      const backend = model.backend;
+      model.close();
+      return { out, backend };
+    },
+    { weights: WEIGHTS, cases: reference.cases.map((c) => c.tokens), relaxedSimd, worker, threads },
+  );
+}
+
+// Every row within the tolerance of the reference, one pass equal to the steps bit for bit, and the
+// greedy token where the reference's top two are further apart than the error. Returns the worst share.
+function check({ out }, what) {
+  let worst = 0;
+  out.forEach(({ pass, steps }, c) => {
+    const want = reference.cases[c];
+    pass.forEach((row, i) => {
+      assert.deepEqual(row, steps[i], `${what}, case ${c}, position ${i}: one pass and one-token steps differ`);
+      const ref = want.logits[i];
+      const spread = Math.max(...ref) - Math.min(...ref);
+      const diff = row.reduce((m, v, j) => Math.max(m, Math.abs(v - ref[j])), 0);
+      worst = Math.max(worst, diff / spread);
+      assert.ok(diff / spread <= TOLERANCE, `${what}, case ${c}, position ${i}: max abs diff ${diff} is ${(diff / spread).toFixed(4)} of the spread`);
+      const [first, second] = [...ref].sort((a, b) => b - a);
+      if (first - second > 2 * diff) {
+        const argmax = row.reduce((b, v, j) => (v > row[b] ? j : b), 0);
+        assert.equal(argmax, want.argmax[i], `${what}, case ${c}: greedy token at ${i}`);
+      }
+    });
+  });
+  // Dequantized f32 weights would agree to about 1e-6: the error shows the integer kernels ran.
+  assert.ok(worst > 1e-4, `${what}: worst error ${worst} is that of f32 weights`);
+  return worst;
+}
+
+describe("quantized weights through the CPU backend in Chromium", () => {
+  let browser;
+  before(async () => {
+    browser = await openBrowser({ webgpu: false });
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  for (const relaxedSimd of [true, false]) {
+    test(`main module, ${relaxedSimd ? "relaxed SIMD" : "plain SIMD"}: Q8_0, Q4_0, Q4_1, Q4_K match the dequantized reference`, async (t) => {
+      // A page per module: `init` picks the module once per realm.
+      const page = await browser.context.newPage();
+      try {
+        await page.goto(`${browser.url}/tests/browser/blank.html`);
+        const r = await runCases(page, { relaxedSimd });
+        assert.deepEqual(r.backend, { kind: "cpu", reason: "asked for", threads: 1, simd: relaxedSimd ? "relaxed" : "simd128" });
+        t.diagnostic(`worst error ${check(r, r.backend.simd).toFixed(4)} of the spread`);
+      } finally {
+        await page.close();
+      }
+    });
+  }
+});
+
+describe("quantized weights on the threaded module", () => {
+  let browser;
+  before(async () => {
+    browser = await openBrowser({ webgpu: false, isolated: true });
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test("1 and 2 threads in a worker: the same logits, bit for bit, within the tolerance of the reference", async (t) => {
+    const one = await runCases(browser.page, { worker: true, threads: 1 });
+    const two = await runCases(browser.page, { worker: true, threads: 2 });
+    assert.equal(two.backend.threads, 2);
+    t.diagnostic(`worst error ${check(two, "2 threads").toFixed(4)} of the spread`);
+    assert.deepEqual(one.out, two.out);
+  });
+});

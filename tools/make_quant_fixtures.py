@@ -1,0 +1,117 @@
+"""A tiny Llama as a GGUF file whose weights are in every quantized type the CPU backend keeps quantized
+(Q8_0, Q4_0, Q4_1, Q4_K; F16 embeddings), with reference logits of its dequantized weights.
+
+Run once (not in CI); outputs are committed under tests/fixtures/decoders/:
+    pip install numpy onnx onnxruntime gguf && python3 tools/make_quant_fixtures.py
+
+The reference is independent of Wisp: the Python `gguf` package dequantizes each tensor, and the same
+onnxruntime graph as tools/make_decoder_fixtures.py runs the f32 model. The GGUF holds the q and k rows
+permuted as llama.cpp's converter writes them (rotary pairs adjacent); the reference gets them back in
+Hugging Face order, which only reorders rows, so the dequantized values are the same.
+"""
+import json
+import pathlib
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as Q
+from gguf.quants import dequantize, quantize
+
+from make_decoder_fixtures import OUT, SEQUENCES, Reference, weights
+
+NAME = "llama-quant"
+# Rows of 256 and 512 columns: whole Q4_K super-blocks.
+CFG = dict(model_type="llama", hidden_size=256, intermediate_size=512, num_attention_heads=4,
+           num_key_value_heads=2, num_hidden_layers=2, vocab_size=256, rms_norm_eps=1e-5,
+           rope_theta=10000.0, tie_word_embeddings=False, max_position_embeddings=256)
+
+# Each layer's projections in a different mix, so every type meets every kind of product.
+LAYER_TYPES = [
+    {"q_proj": Q.Q8_0, "k_proj": Q.Q4_0, "v_proj": Q.Q4_1, "o_proj": Q.Q4_K,
+     "gate_proj": Q.Q4_K, "up_proj": Q.Q8_0, "down_proj": Q.Q4_1},
+    {"q_proj": Q.Q4_K, "k_proj": Q.Q8_0, "v_proj": Q.Q4_K, "o_proj": Q.Q4_0,
+     "gate_proj": Q.Q4_1, "up_proj": Q.Q4_0, "down_proj": Q.Q4_K},
+]
+HF_TO_GGUF = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
+              "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}
+
+
+def permute(w, heads):
+    """llama.cpp's converter order for q and k rows: the two halves of each head interleaved."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def unpermute(w, heads):
+    return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def random_q4_k(rows, cols, rng):
+    """Random Q4_K super-blocks of weights near the others' scale: gguf-py cannot quantize to Q4_K, and
+    any bytes are a valid block once d and dmin are sane (d, dmin, 12 bytes of 6-bit scales and mins,
+    128 bytes of nibbles)."""
+    blocks = rows * cols // 256
+    d = (np.abs(rng.standard_normal(blocks)) * 4e-4 + 2e-4).astype(np.float16)
+    dmin = (np.abs(rng.standard_normal(blocks)) * 4e-4 + 2e-4).astype(np.float16)
+    scales = rng.integers(0, 256, (blocks, 12), dtype=np.uint8)
+    qs = rng.integers(0, 256, (blocks, 128), dtype=np.uint8)
+    raw = np.concatenate([d.view(np.uint8).reshape(blocks, 2), dmin.view(np.uint8).reshape(blocks, 2),
+                          scales, qs], axis=1)
+    return raw.reshape(rows, cols // 256 * 144)
+
+
+def main():
+    rng = np.random.default_rng(2024)
+    hf = weights(CFG, rng)
+    writer = gguf.GGUFWriter(str(OUT / f"{NAME}.gguf"), "llama")
+    writer.add_context_length(CFG["max_position_embeddings"])
+    writer.add_embedding_length(CFG["hidden_size"])
+    writer.add_block_count(CFG["num_hidden_layers"])
+    writer.add_feed_forward_length(CFG["intermediate_size"])
+    writer.add_head_count(CFG["num_attention_heads"])
+    writer.add_head_count_kv(CFG["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(CFG["rms_norm_eps"])
+    writer.add_rope_freq_base(CFG["rope_theta"])
+    reference = {}
+    types = {}
+
+    def add(gguf_name, hf_name, data, qtype, heads=None):
+        shape = hf[hf_name].shape
+        writer.add_tensor(gguf_name, data, raw_shape=data.shape if qtype == Q.F32 else None, raw_dtype=qtype)
+        back = dequantize(data, qtype).reshape(shape).astype(np.float32)
+        reference[hf_name] = unpermute(back, heads) if heads else back
+        types[gguf_name] = qtype.name
+
+    add("token_embd.weight", "model.embed_tokens.weight", hf["model.embed_tokens.weight"].astype(np.float16), Q.F16)
+    add("output_norm.weight", "model.norm.weight", hf["model.norm.weight"], Q.F32)
+    add("output.weight", "lm_head.weight", quantize(hf["lm_head.weight"], Q.Q8_0), Q.Q8_0)
+    for i, layer_types in enumerate(LAYER_TYPES):
+        p = f"model.layers.{i}."
+        add(f"blk.{i}.attn_norm.weight", p + "input_layernorm.weight", hf[p + "input_layernorm.weight"], Q.F32)
+        add(f"blk.{i}.ffn_norm.weight", p + "post_attention_layernorm.weight",
+            hf[p + "post_attention_layernorm.weight"], Q.F32)
+        for proj, qtype in layer_types.items():
+            hf_name = p + ("self_attn." if proj.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else "mlp.") + proj + ".weight"
+            heads = {"q_proj": CFG["num_attention_heads"], "k_proj": CFG["num_key_value_heads"]}.get(proj)
+            w = hf[hf_name]
+            w = permute(w, heads) if heads else w
+            data = random_q4_k(*w.shape, rng) if qtype == Q.Q4_K else quantize(w, qtype)
+            add(f"blk.{i}.{HF_TO_GGUF[proj]}.weight", hf_name, data, qtype, heads)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    ref = Reference(CFG, reference)
+    cases = []
+    for ids in SEQUENCES:
+        logits = ref.logits(ids)
+        cases.append({"tokens": ids, "logits": np.round(logits, 6).tolist(), "argmax": logits.argmax(-1).tolist()})
+    doc = {"reference": "gguf-py dequantization, then the f32 model in onnxruntime "
+                        "(tools/make_quant_fixtures.py)",
+           "types": types, "cases": cases}
+    (OUT / f"{NAME}.json").write_text(json.dumps(doc) + "\n")
+    print(NAME, "ok", sorted(set(types.values())), [c["argmax"][:5] for c in cases])
+
+
+if __name__ == "__main__":
+    main()
