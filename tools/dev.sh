@@ -28,6 +28,8 @@ case "${1:-}" in
     cargo test --quiet --features threads
     bash tools/fuzz.sh 10
     bash tools/build-pkg.sh
+    # The kernels of the modules just built, in wasm (reuses their dependencies' builds).
+    bash tools/wasm-kernel-tests.sh
     node --test --test-concurrency=1 tests/browser/
     ;;
   *)
