@@ -9,10 +9,9 @@ use argmax::argmax;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use wisp::generate::{Decoder, GenerateOptions, Generation, SamplingParams};
-use wisp::graph::DecoderShape;
-use wisp::model::ModelWeights;
-use wisp::text::{ChatTemplate, Message, Tokenizer};
+use wisp::assembly::AssembledModel;
+use wisp::generate::{GenerateOptions, Generation, SamplingParams};
+use wisp::text::Message;
 
 #[derive(Deserialize)]
 struct Case {
@@ -43,26 +42,14 @@ fn bundled_model_matches_pytorch_on_wonnx() {
 fn check(gpu: bool) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("models/wisp-mini");
-    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
     let golden: Golden = serde_json::from_slice(
         &std::fs::read(root.join("tests/fixtures/bundled/golden.json")).unwrap(),
     )
     .unwrap();
-    let weights = read("model.safetensors");
-    let config = String::from_utf8(read("config.json")).unwrap();
-    let (config, mut source) = ModelWeights::load(&weights, Some(&config)).unwrap();
-    let tokenizer = Tokenizer::from_json(&read("tokenizer.json")).unwrap();
-    let template =
-        ChatTemplate::new(&String::from_utf8(read("chat_template.jinja")).unwrap()).unwrap();
-    let shape = DecoderShape {
-        chunk_len: 8,
-        cache_len: 640,
-    };
-    let mut decoder = if gpu {
-        pollster::block_on(Decoder::new(&config, &mut source, shape)).unwrap()
-    } else {
-        Decoder::cpu(&config, &source, shape.cache_len).unwrap()
-    };
+    let backend = if gpu { "webgpu" } else { "cpu" };
+    let model = pollster::block_on(AssembledModel::load_bundle(&dir, backend)).unwrap();
+    let (tokenizer, template) = (model.tokenizer().unwrap(), model.template().unwrap());
+    let mut decoder = model.decoder.borrow_mut();
     let cases = if gpu {
         &golden.cases[..1]
     } else {
@@ -117,7 +104,7 @@ fn check(gpu: bool) {
                 .unwrap();
             let mut tokens = Vec::new();
             loop {
-                let step = g.step(&mut decoder, &tokenizer).await.unwrap();
+                let step = g.step(&mut decoder, tokenizer).await.unwrap();
                 tokens.push(step.token);
                 if step.finish.is_some() {
                     return (tokens, g.usage());

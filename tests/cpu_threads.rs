@@ -43,11 +43,14 @@ fn run(threads: usize, prompt: &[u32], steps: usize) -> (Vec<Vec<u32>>, Vec<u32>
         let mut decoder = CpuDecoder::new(&config, &source, 640).unwrap();
         let bits = |row: &[f32]| row.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         let mut rows: Vec<Vec<u32>> = Vec::new();
-        let logits = decoder.forward(prompt).unwrap();
+        let logits = decoder.forward_rows(prompt, false).unwrap();
         rows.extend(logits.iter().map(|r| bits(r)));
         let mut tokens = vec![argmax(logits.last().unwrap()) as u32];
         while tokens.len() < steps {
-            let row = decoder.forward_last(&tokens[tokens.len() - 1..]).unwrap();
+            let row = decoder
+                .forward_rows(&tokens[tokens.len() - 1..], true)
+                .unwrap()
+                .remove(0);
             rows.push(bits(&row));
             tokens.push(argmax(&row) as u32);
         }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
-use wisp::generate::Decoder;
+use wisp::backend::Decoder;
 use wisp::graph::{DecoderShape, WeightProvider};
 use wisp::model::ModelConfig;
 use wisp::WispError;

@@ -3,13 +3,11 @@
 
 use std::path::PathBuf;
 
-use safetensors::SafeTensors;
 use serde::Deserialize;
-use wisp::generate::{Decoder, FinishReason, GenerateOptions, Generation, SamplingParams};
-use wisp::graph::{DecoderShape, WeightProvider};
-use wisp::model::{ModelConfig, ModelWeights};
+use wisp::assembly::{AssembledModel, LoadOptions};
+use wisp::backend::Decoder;
+use wisp::generate::{FinishReason, GenerateOptions, Generation, SamplingParams};
 use wisp::text::Tokenizer;
-use wisp::WispError;
 
 #[derive(Deserialize)]
 struct Case {
@@ -22,37 +20,31 @@ struct Reference {
     cases: Vec<Case>,
 }
 
-struct Fixture<'a>(SafeTensors<'a>);
-
-impl WeightProvider for Fixture<'_> {
-    fn tensor(&mut self, name: &str, _dims: &[usize]) -> wisp::Result<Vec<f32>> {
-        let t = self
-            .0
-            .tensor(name)
-            .map_err(|e| WispError::InvalidModel(format!("{name}: {e}")))?;
-        Ok(t.data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
-    }
+/// The tiny Llama fixture as `Model.load` assembles it on `backend`: its decoder and tokenizer.
+fn assembled(backend: &str) -> (Decoder, Tokenizer) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders");
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let options = LoadOptions {
+        config: Some(String::from_utf8(read("llama.config.json")).unwrap()),
+        backend: Some(backend.into()),
+        chunk_len: Some(4),
+        context_len: Some(32),
+        ..LoadOptions::default()
+    };
+    let model = pollster::block_on(AssembledModel::load(
+        &read("llama.safetensors"),
+        Some(&read("bytes.tokenizer.json")),
+        options,
+    ))
+    .unwrap();
+    (model.decoder.into_inner(), model.tokenizer.unwrap())
 }
 
+/// The fixture on wonnx, and onnxruntime's reference.
 fn setup() -> (Decoder, Tokenizer, Reference) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders");
-    let config =
-        ModelConfig::from_hf_json(&std::fs::read_to_string(dir.join("llama.config.json")).unwrap())
-            .unwrap();
-    let bytes = std::fs::read(dir.join("llama.safetensors")).unwrap();
-    let mut weights = Fixture(SafeTensors::deserialize(&bytes).unwrap());
-    let shape = DecoderShape {
-        chunk_len: 4,
-        cache_len: 32,
-    };
-    let decoder = pollster::block_on(Decoder::new(&config, &mut weights, shape)).unwrap();
-    let tokenizer =
-        Tokenizer::from_json(&std::fs::read(dir.join("bytes.tokenizer.json")).unwrap()).unwrap();
-    let reference =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("llama.json")).unwrap()).unwrap();
+    let (decoder, tokenizer) = assembled("webgpu");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders/llama.json");
+    let reference = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     (decoder, tokenizer, reference)
 }
 
@@ -152,19 +144,10 @@ fn greedy_generation_equals_the_reference_and_stops_as_asked() {
     assert_eq!(text, full[..full.find(&stop).unwrap()]);
 }
 
-/// The tiny model on the CPU backend (the same weights as `setup()`'s wonnx decoder).
-fn cpu_decoder() -> Decoder {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders");
-    let json = std::fs::read_to_string(dir.join("llama.config.json")).unwrap();
-    let bytes = std::fs::read(dir.join("llama.safetensors")).unwrap();
-    let (config, weights) = ModelWeights::load(&bytes, Some(&json)).unwrap();
-    Decoder::cpu(&config, &weights, 32).unwrap()
-}
-
 #[test]
 fn drafts_change_the_number_of_passes_not_the_tokens() {
     let (gpu, tok, reference) = setup();
-    for (name, mut dec) in [("wonnx", gpu), ("cpu", cpu_decoder())] {
+    for (name, mut dec) in [("wonnx", gpu), ("cpu", assembled("cpu").0)] {
         let mut accepted = 0;
         for case in &reference.cases {
             // Repeated text gives prompt lookup something to copy.

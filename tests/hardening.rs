@@ -14,8 +14,9 @@ use wisp::agent::{
     TurnEvent,
 };
 use wisp::assembly::{AssembledModel, GenerateRequest, LoadOptions};
+use wisp::backend::Decoder;
 use wisp::bundle::Manifest;
-use wisp::generate::{Decoder, FinishReason, LogitsProcessor, SamplingParams};
+use wisp::generate::{FinishReason, LogitsProcessor, SamplingParams};
 use wisp::graph::{build_decoder, DecoderShape};
 use wisp::model::ModelWeights;
 use wisp::text::{ChatTemplate, Message, Tokenizer};

@@ -7,10 +7,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use wisp::generate::{BackendKind, Decoder, GenerateOptions, Generation, SamplingParams, Usage};
-use wisp::graph::DecoderShape;
-use wisp::model::ModelWeights;
-use wisp::text::{ChatTemplate, Message, Tokenizer};
+use wisp::assembly::{AssembledModel, LoadOptions};
+use wisp::backend::{BackendKind, Decoder};
+use wisp::generate::{GenerateOptions, Generation, SamplingParams, Usage};
+use wisp::text::{Message, Tokenizer};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -101,13 +101,9 @@ fn compare(name: &str, decoder: &mut Decoder, tokenizer: &Tokenizer, prompt: &[u
 #[ignore = "a measurement: run in release mode with --nocapture"]
 fn bundled_model_agent_transcript() {
     let dir = root().join("models/wisp-mini");
-    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let config = String::from_utf8(read("config.json")).unwrap();
-    let weights = read("model.safetensors");
-    let (config, mut source) = ModelWeights::load(&weights, Some(&config)).unwrap();
-    let tokenizer = Tokenizer::from_json(&read("tokenizer.json")).unwrap();
-    let template =
-        ChatTemplate::new(&String::from_utf8(read("chat_template.jinja")).unwrap()).unwrap();
+    let cpu = pollster::block_on(AssembledModel::load_bundle(&dir, "cpu")).unwrap();
+    let gpu = pollster::block_on(AssembledModel::load_bundle(&dir, "webgpu")).unwrap();
+    let (tokenizer, template) = (cpu.tokenizer().unwrap(), cpu.template().unwrap());
     let tools: serde_json::Value = serde_json::json!([{
         "type": "function",
         "function": {
@@ -126,14 +122,20 @@ fn bundled_model_agent_transcript() {
     let prompt = tokenizer
         .encode(&template.render(&messages, Some(&tools), true).unwrap())
         .unwrap();
-    let shape = DecoderShape {
-        chunk_len: 8,
-        cache_len: 640,
-    };
-    let mut cpu = Decoder::cpu(&config, &source, shape.cache_len).unwrap();
-    compare("wisp-mini, cpu", &mut cpu, &tokenizer, &prompt, &[2]);
-    let mut gpu = pollster::block_on(Decoder::new(&config, &mut source, shape)).unwrap();
-    compare("wisp-mini, wonnx", &mut gpu, &tokenizer, &prompt, &[2]);
+    compare(
+        "wisp-mini, cpu",
+        &mut cpu.decoder.borrow_mut(),
+        tokenizer,
+        &prompt,
+        &[2],
+    );
+    compare(
+        "wisp-mini, wonnx",
+        &mut gpu.decoder.borrow_mut(),
+        tokenizer,
+        &prompt,
+        &[2],
+    );
 }
 
 #[test]
@@ -141,10 +143,13 @@ fn bundled_model_agent_transcript() {
 fn smollm2_quoting_a_tool_result() {
     let bytes = std::fs::read(root().join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .expect("run tools/fetch-smollm2.sh first");
-    let (config, weights) = ModelWeights::load(&bytes, None).unwrap();
-    let meta = weights.metadata().unwrap();
-    let tokenizer = Tokenizer::from_gguf(meta).unwrap();
-    let template = ChatTemplate::new(meta.get_str("tokenizer.chat_template").unwrap()).unwrap();
+    let options = LoadOptions {
+        backend: Some("cpu".into()),
+        context_len: Some(512),
+        ..LoadOptions::default()
+    };
+    let model = pollster::block_on(AssembledModel::load(&bytes, None, options)).unwrap();
+    let (tokenizer, template) = (model.tokenizer().unwrap(), model.template().unwrap());
     let question = format!(
         "A weather tool returned this JSON:\n{WEATHER}\nRepeat the JSON exactly, then say in one \
          sentence what the weather in Reykjavik is."
@@ -154,11 +159,10 @@ fn smollm2_quoting_a_tool_result() {
         .unwrap();
     let prompt = tokenizer.encode(&text).unwrap();
     let eos = [tokenizer.encode("<|im_end|>").unwrap()[0]];
-    let mut cpu = Decoder::cpu(&config, &weights, 512).unwrap();
     compare(
         "SmolLM2-135M Q4_1, cpu",
-        &mut cpu,
-        &tokenizer,
+        &mut model.decoder.borrow_mut(),
+        tokenizer,
         &prompt,
         &eos,
     );

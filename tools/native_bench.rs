@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 use wisp::backend::cpu::CpuDecoder;
-use wisp::generate::Decoder;
+use wisp::backend::Decoder;
 use wisp::graph::DecoderShape;
 use wisp::model::ModelWeights;
 

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::conversation::{Conversation, RecordedCall};
 use super::{ParseEvent, ToolCallParser};
+use crate::backend::Decoder;
 use crate::error::Result;
-use crate::generate::{Decoder, FinishReason, Generation};
+use crate::generate::{FinishReason, Generation};
 use crate::text::Tokenizer;
 
 /// What the page hears about, in order.

@@ -10,9 +10,10 @@ use std::cell::{Cell, OnceCell, RefCell};
 use serde::Deserialize;
 
 use crate::agent::{Conversation, ToolCallFormat};
+use crate::backend::Decoder;
 use crate::bundle;
 use crate::error::{Result, WispError};
-use crate::generate::{self, Decoder, GenerateOptions, LogitsProcessor, SamplingParams};
+use crate::generate::{self, GenerateOptions, LogitsProcessor, SamplingParams};
 use crate::grammar::{response_constraint, GrammarEnv, ResponseFormat};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::text::{ChatTemplate, Tokenizer};

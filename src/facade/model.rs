@@ -9,8 +9,9 @@ use wasm_bindgen_futures::future_to_promise;
 
 use super::{to_js, to_js_value};
 use crate::assembly::{busy, AssembledModel, GenerateRequest, LoadOptions};
+use crate::backend::BackendKind;
 use crate::error::{Result, WispError};
-use crate::generate::{self, BackendKind};
+use crate::generate;
 use crate::text::Message;
 
 #[wasm_bindgen]

@@ -1,21 +1,15 @@
 //! One generation, stepped by its caller: prefill the prompt (reusing the cached prefix), then one token
 //! per `step`. Stepping from outside lets JavaScript stream each delta and stop between steps; whatever
-//! was fed to the model stays in the cache, so a stopped generation leaves the model usable.
-//!
-//! Speculation: when a step runs its token through the model it also runs a few draft tokens guessed by
-//! prompt lookup, in the same pass. The next steps sample from those rows' logits as long as the sampled
-//! token equals the draft; the first mismatch drops the remaining drafts from the cache. Each token is
-//! still sampled from the logits of exactly its prefix, with the same random draws, so the output is
-//! the same as without drafts; only the number of passes changes.
-
-use std::collections::VecDeque;
+//! was fed to the model stays in the cache, so a stopped generation leaves the model usable. Each pass
+//! may carry draft tokens (`speculation.rs`).
 
 use serde::Serialize;
 
+use super::speculation::Speculation;
 use super::{
-    lookup, Decoder, DraftPolicy, FinishReason, LogitsProcessor, Sampler, SamplingParams,
-    StopChecker, StopConditions, TextStream,
+    FinishReason, LogitsProcessor, Sampler, SamplingParams, StopChecker, StopConditions, TextStream,
 };
+use crate::backend::Decoder;
 use crate::error::{Result, WispError};
 use crate::profile::now_ms;
 use crate::text::Tokenizer;
@@ -64,13 +58,7 @@ pub struct Generation {
     stream: TextStream,
     /// The logits after the last confirmed token: the next token is drawn from them.
     logits: Vec<f32>,
-    /// Draft tokens in the cache after the confirmed ones, each with the logits after it.
-    drafts: VecDeque<(u32, Vec<f32>)>,
-    policy: DraftPolicy,
-    /// Draft length of the next pass (adaptive policies move it between 1 and `policy.max_len`).
-    draft_len: usize,
-    /// Drafts of the current pass accepted so far.
-    pass_accepted: usize,
+    speculation: Speculation,
     finish: Option<FinishReason>,
     usage: Usage,
 }
@@ -111,10 +99,7 @@ impl Generation {
             stop,
             stream: TextStream::new(prompt),
             logits,
-            drafts: VecDeque::new(),
-            policy,
-            draft_len: policy.max_len,
-            pass_accepted: 0,
+            speculation: Speculation::new(policy),
             finish: None,
             usage: Usage {
                 prompt_tokens: prompt.len(),
@@ -145,7 +130,7 @@ impl Generation {
                 "the generation is over ({reason:?})"
             )));
         }
-        let confirmed = decoder.len() - self.drafts.len();
+        let confirmed = decoder.len() - self.speculation.pending();
         let t = now_ms();
         let token = self
             .sampler
@@ -213,30 +198,16 @@ impl Generation {
     /// `self.logits`: from the drafts while they match, otherwise by one pass over the rest and fresh
     /// drafts.
     async fn advance(&mut self, decoder: &mut Decoder, tokens: &[u32]) -> Result<()> {
-        let mut rest = tokens;
-        while let (Some(&token), Some((draft, _))) = (rest.first(), self.drafts.front()) {
-            if *draft != token {
-                break;
-            }
-            if let Some((_, logits)) = self.drafts.pop_front() {
-                self.logits = logits;
-                self.usage.accepted_draft_tokens += 1;
-                self.pass_accepted += 1;
-            }
-            rest = &rest[1..];
-            if self.drafts.is_empty() && self.policy.adaptive {
-                self.draft_len = (self.draft_len * 2).min(self.policy.max_len);
-            }
+        let (matched, logits) = self.speculation.accept(tokens);
+        self.usage.accepted_draft_tokens += matched;
+        if let Some(logits) = logits {
+            self.logits = logits;
         }
+        let rest = &tokens[matched..];
         let Some(&last) = rest.last() else {
             return Ok(());
         };
-        if !self.drafts.is_empty() {
-            if self.pass_accepted == 0 && self.policy.adaptive {
-                self.draft_len = (self.draft_len / 2).max(1);
-            }
-            self.drop_drafts(decoder)?;
-        }
+        self.speculation.reject_rest(decoder)?;
         // Room left in the context and in the token budget after `rest`.
         let room = decoder
             .capacity()
@@ -246,12 +217,7 @@ impl Generation {
         // Drafts look up the history up to `last`; after forced tokens (not in the cache yet) none are
         // drafted: the pass already carries several tokens.
         let drafts = if rest.len() == 1 {
-            lookup::draft(
-                decoder.tokens(),
-                last,
-                self.draft_len.min(room),
-                self.policy.min_ngram,
-            )
+            self.speculation.propose(decoder.tokens(), last, room)
         } else {
             Vec::new()
         };
@@ -267,19 +233,13 @@ impl Generation {
         self.logits = rows
             .next()
             .ok_or_else(|| WispError::Internal("the step returned no logits".into()))?;
-        self.drafts = drafts.into_iter().zip(rows).collect();
-        self.pass_accepted = 0;
-        self.usage.draft_tokens += self.drafts.len();
+        self.usage.draft_tokens += self.speculation.store(drafts, rows);
         self.usage.passes += 1;
         Ok(())
     }
 
     /// Removes the unconfirmed draft tokens from the cache.
     pub fn drop_drafts(&mut self, decoder: &mut Decoder) -> Result<()> {
-        if !self.drafts.is_empty() {
-            decoder.seek(decoder.len() - self.drafts.len())?;
-            self.drafts.clear();
-        }
-        Ok(())
+        self.speculation.drop(decoder)
     }
 }

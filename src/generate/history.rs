@@ -96,12 +96,21 @@ pub enum LogitRows {
 }
 
 impl LogitRows {
-    /// For a chunk of a pass that wants every row, or only the very last one.
-    pub fn of_chunk(last_only: bool, last_chunk: bool) -> Self {
-        match (last_only, last_chunk) {
-            (false, _) => LogitRows::All,
-            (true, true) => LogitRows::Last,
-            (true, false) => LogitRows::None,
-        }
+    /// The chunks of a forward pass over `tokens`, at most `len` tokens each, with the rows each returns:
+    /// every row, or with `last_only` the very last one. Both backends run their passes by this plan.
+    pub fn chunks(
+        tokens: &[u32],
+        len: usize,
+        last_only: bool,
+    ) -> impl Iterator<Item = (&[u32], LogitRows)> {
+        let count = tokens.len().div_ceil(len);
+        tokens.chunks(len).enumerate().map(move |(i, chunk)| {
+            let rows = match (last_only, i + 1 == count) {
+                (false, _) => LogitRows::All,
+                (true, true) => LogitRows::Last,
+                (true, false) => LogitRows::None,
+            };
+            (chunk, rows)
+        })
     }
 }

@@ -1,20 +1,14 @@
 //! Text generation over the decoder graph: positions, the key/value cache, chunked prefill and decode;
 //! choosing each next token, deciding when to stop, and turning tokens into text as they come.
 
-#[cfg(feature = "webgpu")]
-mod decoder;
-mod engine;
 mod generation;
 mod history;
-mod lookup;
 mod processor;
 mod sampler;
+mod speculation;
 mod stop;
 mod stream;
 
-#[cfg(feature = "webgpu")]
-pub use decoder::{check_limits, GpuDecoder};
-pub use engine::{BackendKind, Decoder, DraftPolicy};
 pub use generation::{GenerateOptions, Generation, Step, Usage};
 pub use history::{LogitRows, TokenHistory};
 pub use processor::LogitsProcessor;

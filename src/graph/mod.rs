@@ -8,12 +8,12 @@
 //! The builder comes with the `webgpu` feature; the weight source trait is shared with the CPU backend.
 
 #[cfg(feature = "webgpu")]
-mod decoder;
+mod builder;
 #[cfg(feature = "webgpu")]
 mod onnx;
 
 #[cfg(feature = "webgpu")]
-pub use decoder::build_decoder;
+pub use builder::build_decoder;
 
 use crate::error::{Result, WispError};
 

@@ -1,4 +1,4 @@
-//! The decoder on the CPU: the same positions, cache and chunked forward passes as `generate::Decoder`,
+//! The decoder on the CPU: the same positions, cache and chunked forward passes as the GPU decoder,
 //! computed with the kernels of this module instead of a wonnx graph.
 
 use super::layer::{self, Heads, Rope};
@@ -70,24 +70,13 @@ impl CpuDecoder {
         self.weights.bytes_per_token()
     }
 
-    /// Appends `tokens` to the cache and returns the logits after each of them. Refused inputs leave the
-    /// cache as it was.
-    pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        self.forward_rows(tokens, false)
-    }
-
-    /// Appends `tokens` to the cache and returns the logits after the last one only: the output head
-    /// (vocabulary x hidden, often the largest matrix) runs for one row instead of every prompt token.
-    pub fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        let mut rows = self.forward_rows(tokens, true)?;
-        rows.pop()
-            .ok_or_else(|| WispError::InvalidInput("no tokens to run".into()))
-    }
-
-    fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
+    /// Appends `tokens` to the cache and returns the logits after each of them, or with `last_only`
+    /// after the last one only: the output head (vocabulary x hidden, often the largest matrix) then runs
+    /// for one row instead of every prompt token. Refused inputs leave the cache as it was.
+    pub fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
         let work = tokens.len().saturating_mul(macs_per_token(&self.config));
-        // Only `forward`'s rows must equal one-token passes (draft verification); a prompt's may not.
+        // Only every-row passes must equal one-token passes (draft verification); a prompt's may not.
         let pass = if last_only {
             Pass::Prefill
         } else {
@@ -95,10 +84,8 @@ impl CpuDecoder {
         };
         parallel::on_pool(work, || {
             let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
-            let chunks = tokens.len().div_ceil(CHUNK);
-            for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
-                let head = LogitRows::of_chunk(last_only, i + 1 == chunks);
-                self.run_chunk(chunk, head, pass, &mut logits)?;
+            for (chunk, rows) in LogitRows::chunks(tokens, CHUNK, last_only) {
+                self.run_chunk(chunk, rows, pass, &mut logits)?;
             }
             Ok(logits)
         })

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wisp::generate::Decoder;
+use wisp::backend::Decoder;
 use wisp::model::ModelWeights;
 use wisp::text::{ChatTemplate, Message, Tokenizer};
 use wisp::weights::gguf::{Array, GgufFile, Value};

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use url::Url;
 use wisp::bundle::{BundleFile, Manifest};
-use wisp::generate::Decoder;
+use wisp::backend::Decoder;
 use wisp::model::{ModelConfig, ModelWeights};
 
 const BASE: &str = "https://models.example/bundles/tiny/manifest.json";

@@ -1,13 +1,13 @@
 //! Runs the decoder graph chunk by chunk, keeping the key/value cache of every layer on the CPU side.
 //!
-//! The graph (see `graph::decoder`) takes `T` tokens at consecutive positions plus the `S` cached rows of
+//! The graph (see `graph::builder`) takes `T` tokens at consecutive positions plus the `S` cached rows of
 //! each layer, and returns the logits and the new key/value rows, which are written into the cache here.
 
 use std::collections::HashMap;
 
-use super::{LogitRows, TokenHistory};
-use crate::backend::{adapter_info, AdapterInfo, Feed, GraphSession};
+use super::{adapter_info, AdapterInfo, Feed, GraphSession};
 use crate::error::{Result, WispError};
+use crate::generate::{LogitRows, TokenHistory};
 use crate::graph::{build_decoder, DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, RopeStyle};
 use crate::profile::{now_ms, Profile};
@@ -107,25 +107,12 @@ impl GpuDecoder {
         &mut self.history
     }
 
-    /// Appends `tokens` to the cache and returns the logits after each of them.
-    pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        self.forward_rows(tokens, false).await
-    }
-
-    /// Appends `tokens` to the cache and returns the logits after the last one only (wonnx reads every
-    /// output back, but the other rows are not copied out).
-    pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        let mut rows = self.forward_rows(tokens, true).await?;
-        rows.pop()
-            .ok_or_else(|| WispError::InvalidInput("no tokens to run".into()))
-    }
-
-    async fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
+    /// Appends `tokens` to the cache and returns the logits after each of them, or after the last one
+    /// only (wonnx reads every output back, but the other rows are not copied out).
+    pub async fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
         let mut logits = Vec::with_capacity(if last_only { 1 } else { tokens.len() });
-        let chunks = tokens.len().div_ceil(self.shape.chunk_len);
-        for (i, chunk) in tokens.chunks(self.shape.chunk_len).enumerate() {
-            let rows = LogitRows::of_chunk(last_only, i + 1 == chunks);
+        for (chunk, rows) in LogitRows::chunks(tokens, self.shape.chunk_len, last_only) {
             self.run_chunk(chunk, rows, &mut logits).await?;
         }
         Ok(logits)

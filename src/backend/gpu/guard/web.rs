@@ -9,7 +9,7 @@ use wonnx::utils::{InputTensor, OutputTensor};
 use super::{from_wonnx, AdapterInfo};
 use crate::error::{Result, WispError};
 
-#[wasm_bindgen(module = "/src/backend/guard/gpu_guard.js")]
+#[wasm_bindgen(module = "/src/backend/gpu/guard/gpu_guard.js")]
 extern "C" {
     #[wasm_bindgen(js_name = probe)]
     async fn js_probe() -> JsValue;

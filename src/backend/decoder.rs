@@ -3,11 +3,11 @@
 
 use serde::Serialize;
 
+use super::cpu::CpuDecoder;
 #[cfg(feature = "webgpu")]
-use super::decoder::GpuDecoder;
-use super::TokenHistory;
-use crate::backend::cpu::CpuDecoder;
+use super::gpu::GpuDecoder;
 use crate::error::{Result, WispError};
+use crate::generate::TokenHistory;
 #[cfg(feature = "webgpu")]
 use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
@@ -160,19 +160,21 @@ impl Decoder {
 
     /// Appends `tokens` to the cache and returns the logits after each of them.
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        match self {
-            #[cfg(feature = "webgpu")]
-            Decoder::Gpu(d) => d.forward(tokens).await,
-            Decoder::Cpu(d) => d.forward(tokens),
-        }
+        self.forward_rows(tokens, false).await
     }
 
     /// Appends `tokens` to the cache and returns the logits after the last one (a prefill).
     pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let mut rows = self.forward_rows(tokens, true).await?;
+        rows.pop()
+            .ok_or_else(|| WispError::InvalidInput("no tokens to run".into()))
+    }
+
+    async fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
         match self {
             #[cfg(feature = "webgpu")]
-            Decoder::Gpu(d) => d.forward_last(tokens).await,
-            Decoder::Cpu(d) => d.forward_last(tokens),
+            Decoder::Gpu(d) => d.forward_rows(tokens, last_only).await,
+            Decoder::Cpu(d) => d.forward_rows(tokens, last_only),
         }
     }
 
