@@ -11,16 +11,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildExtension } from "../../tools/build-extension.mjs";
-import { openBrowser } from "./harness.mjs";
+import { browserFor, openBrowser, pageHelpers } from "./harness.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
 const read = (path) => readFile(new URL(path, ROOT));
 
 // Installed in every page before its scripts: unhandled rejections are collected, requested GPU devices
 // counted, and a few helpers defined.
-function pageHelpers() {
-  window.unhandled = [];
-  addEventListener("unhandledrejection", (e) => window.unhandled.push(String(e.reason?.message ?? e.reason)));
+function hardeningHelpers() {
   window.devicesRequested = 0;
   if (typeof GPUAdapter !== "undefined") {
     const requestDevice = GPUAdapter.prototype.requestDevice;
@@ -29,14 +27,6 @@ function pageHelpers() {
       return requestDevice.apply(this, args);
     };
   }
-  window.attempt = async (fn) => {
-    try {
-      await fn();
-      return "resolved";
-    } catch (e) {
-      return { name: e?.name, code: e?.code, message: e?.message };
-    }
-  };
   window.MINI = "/models/wisp-mini";
   window.NO_ARGS = { type: "object", properties: {}, additionalProperties: false };
   window.loadBundled = async (options = {}) => {
@@ -59,21 +49,9 @@ async function runCspProbe(page, src) {
   return page.evaluate(() => window.cspProbe);
 }
 
-async function open() {
-  const browser = await openBrowser();
-  await browser.page.addInitScript(pageHelpers);
-  await browser.page.reload();
-  return browser;
-}
 
 describe("hardening: bad files", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: hardeningHelpers });
 
   test("each is a coded error before any GPU device exists, and nothing is left half-built", async () => {
     const { page } = browser;
@@ -160,13 +138,7 @@ describe("hardening: bad files", () => {
 });
 
 describe("hardening: requests, tools, model output, concurrency and faults", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: hardeningHelpers });
 
   test("bad requests are refused up front with codes, and leave the agent as it was", async () => {
     const r = await browser.page.evaluate(async () => {
@@ -608,6 +580,7 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
     for (const worker of [false, true]) {
       const page = await context.newPage();
       await page.addInitScript(pageHelpers);
+      await page.addInitScript(hardeningHelpers);
       let crashed = false;
       page.on("crash", () => (crashed = true));
       await page.goto(`${url}/tests/browser/blank.html`);
@@ -640,13 +613,7 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
 });
 
 describe("hardening: soak", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: hardeningHelpers });
 
   test("200 agent runs with the bundled model: wasm memory and JS heap stay flat", async (t) => {
     const { page, context } = browser;
@@ -742,13 +709,7 @@ describe("hardening: soak", () => {
 });
 
 describe("hardening: security", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: hardeningHelpers });
 
   test("tools get exactly the validated arguments: a model-written \"__proto__\" stays a plain key", async () => {
     const r = await browser.page.evaluate(async () => {

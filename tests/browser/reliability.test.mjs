@@ -4,19 +4,9 @@
 // happen, leaves coded errors and a realm where the next load works.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { openBrowser } from "./harness.mjs";
+import { browserFor } from "./harness.mjs";
 
-function pageHelpers() {
-  window.unhandled = [];
-  addEventListener("unhandledrejection", (e) => window.unhandled.push(String(e.reason?.message ?? e.reason)));
-  window.attempt = async (fn) => {
-    try {
-      await fn();
-      return "resolved";
-    } catch (e) {
-      return { name: e?.name, code: e?.code, message: e?.message };
-    }
-  };
+function reliabilityHelpers() {
   window.MINI = "/models/wisp-mini/manifest.json";
   // Schemas a page can build by accident or on purpose.
   window.schemas = () => {
@@ -34,12 +24,6 @@ function pageHelpers() {
   };
 }
 
-async function open(options) {
-  const browser = await openBrowser(options);
-  await browser.page.addInitScript(pageHelpers);
-  await browser.page.reload();
-  return browser;
-}
 
 const is = (got, code, pattern) => {
   assert.equal(typeof got, "object", `expected ${code}, got ${JSON.stringify(got)}`);
@@ -49,13 +33,7 @@ const is = (got, code, pattern) => {
 };
 
 describe("reliability: schemas and values that cannot cross into wasm", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: reliabilityHelpers });
 
   test("cyclic, deep and exponentially shared schemas are coded errors everywhere, and the realm stays usable", async () => {
     const r = await browser.page.evaluate(async () => {
@@ -181,13 +159,7 @@ describe("reliability: schemas and values that cannot cross into wasm", () => {
 });
 
 describe("reliability: one model shared by many callers", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: reliabilityHelpers });
 
   test("20 agents and two generate calls on one model all finish, in arrival order; aborts leave the queue", async () => {
     const r = await browser.page.evaluate(async () => {
@@ -254,13 +226,7 @@ describe("reliability: one model shared by many callers", () => {
 });
 
 describe("reliability: the model cache revalidates", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: reliabilityHelpers });
 
   test("a broken deploy is never cached, a fix and a changed manifest reach the page, offline still works", async () => {
     const { page } = browser;
@@ -354,13 +320,7 @@ describe("reliability: the model cache revalidates", () => {
 });
 
 describe("reliability: defaults that fit, options that are checked", () => {
-  let browser;
-  before(async () => {
-    browser = await open();
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  const browser = browserFor({ helpers: reliabilityHelpers });
 
   test("a 3 KB tool result fits the bundled model's context; bad numbers and a replaced tool are coded", async () => {
     const { page } = browser;
