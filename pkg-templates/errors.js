@@ -58,6 +58,15 @@ const crashListeners = [];
 export const crashCount = () => crashes;
 
 /** Runs `listener` after each trap (index.js forgets its instances there). */
+// wasm-bindgen's glue keeps its instance in module state, so a fresh instance after a crash needs a module
+// record of its own: the package's file `path` under another URL. (Bundlers see only the static imports of
+// the glue; a bundled page whose module crashed gets WASM_LOAD from the next load and recovers on a reload.)
+export function freshImport(path) {
+  const url = new URL(path, import.meta.url);
+  url.searchParams.set("instance", String(crashes));
+  return import(/* @vite-ignore */ url.href);
+}
+
 export function onCrash(listener) {
   crashListeners.push(listener);
 }

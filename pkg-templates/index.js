@@ -1,10 +1,11 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
-import { WispError, crashCount, crashedError, onCrash, toWispError } from "./errors.js";
+import { WispError, crashCount, crashedError, freshImport, onCrash, toWispError } from "./errors.js";
 import { clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
 import { checkInput, samplingParams } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
+import { threading } from "./threading.js";
 
 export { WispError, ERROR_CODES } from "./errors.js";
 export { clearModelCache };
@@ -105,20 +106,10 @@ async function readable(url) {
   return url.protocol === "file:" ? readFileUrl(url) : url;
 }
 
-// wasm-bindgen's glue keeps its instance in module state, so a fresh instance after a crash needs a module
-// record of its own: the same file under another URL. (Bundlers see only the static imports above; a
-// bundled page whose module crashed gets WASM_LOAD from the next load and recovers on a reload.)
-function freshImport(path) {
-  const url = new URL(path, import.meta.url);
-  url.searchParams.set("instance", String(crashCount()));
-  return import(/* @vite-ignore */ url.href);
-}
-
 // After a trap the next load starts new instances (errors.js).
 onCrash(() => {
   ready = null;
   core = null;
-  threaded = null;
 });
 
 function rethrow(e) {
@@ -137,32 +128,6 @@ async function guard(fn) {
 async function call(fn) {
   await init();
   return guard(fn);
-}
-
-let threaded = null;
-
-/**
- * The threaded CPU module (`wisp_core_mt*`: the CPU backend only, its products on `threads` Web Workers
- * sharing the module's memory), loaded once per worker: its pool keeps the size it started with.
- */
-function initThreaded(threads) {
-  if (!threaded) {
-    const wasm = useRelaxed ? new URL("./wisp_core_mt_relaxed_bg.wasm", import.meta.url) : new URL("./wisp_core_mt_bg.wasm", import.meta.url);
-    threaded = (async () => {
-      const mt = crashCount()
-        ? await freshImport(useRelaxed ? "./wisp_core_mt_relaxed.js" : "./wisp_core_mt.js")
-        : useRelaxed
-          ? await import("./wisp_core_mt_relaxed.js")
-          : await import("./wisp_core_mt.js");
-      await mt.default({ module_or_path: wasm });
-      await mt.initThreadPool(threads);
-      return mt;
-    })().catch((e) => {
-      threaded = null;
-      throw new WispError("WASM_LOAD", `could not start the threaded Wisp module from ${wasm}: ${e?.message ?? e}`);
-    });
-  }
-  return threaded;
 }
 
 /**
@@ -189,7 +154,11 @@ function cpuThreads(requested) {
  */
 async function moduleFor(backend, requestedThreads) {
   const threads = cpuThreads(requestedThreads);
-  if (threads < 2 || (backend !== "cpu" && backend !== "auto")) {
+  if (threads >= 2 && !threading.load && backend === "cpu") {
+    await init();
+    return { module: core, backend, reason: `asked for; on 1 thread: the threaded module is not loaded (import "wisp-agent/threads")` };
+  }
+  if (threads < 2 || !threading.load || (backend !== "cpu" && backend !== "auto")) {
     await init();
     return { module: core, backend };
   }
@@ -205,7 +174,7 @@ async function moduleFor(backend, requestedThreads) {
     }
   }
   try {
-    return { module: await initThreaded(threads), backend: "cpu", reason };
+    return { module: await threading.load(threads, { relaxed: useRelaxed }), backend: "cpu", reason };
   } catch (e) {
     // The threads did not start (say, a Content-Security-Policy without blob: workers, or no room for a
     // shared heap): the model still runs, on one thread, and says why.

@@ -4,6 +4,7 @@
 import { WispError } from "./errors.js";
 import { checkInput } from "./requests.js";
 import { queueOf } from "./queue.js";
+import { threading } from "./threading.js";
 
 function toError(error) {
   if (error.name === "AbortError") return new DOMException(error.message, "AbortError");
@@ -80,7 +81,7 @@ export class WorkerModel {
   /** As `Model.load`, with the model in a new module worker (or `options.worker`). */
   static async load(source, options = {}) {
     const { onProgress, signal, worker, ...rest } = options;
-    const channel = new Channel(worker ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
+    const channel = new Channel(worker ?? threading.worker?.() ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
     try {
       const info = await channel.call("load", { source, options: rest }, {
         onEvent: (event, data) => event === "progress" && onProgress?.(data),

@@ -2,6 +2,8 @@
 // runs in a Web Worker (worker mode), the tools here on the page. Everything the model writes is shown
 // with textContent: model text is never HTML. A service worker (sw.js) makes it work offline.
 import { adapterInfo, createAgent, WorkerModel } from "../pkg/index.js";
+// Served cross-origin isolated (`node tools/serve.mjs --isolated`), the models run on several threads.
+import "../pkg/threads.js";
 import { demoTools } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);

@@ -25,6 +25,7 @@ function runCases(page, { relaxedSimd = true, worker = false, threads = 1 } = {}
     async ({ weights, cases, relaxedSimd, worker, threads }) => {
       const { init, Model, WorkerModel } = await import("/pkg/index.js");
       if (!worker) await init({ relaxedSimd });
+      else await import("/pkg/threads.js");
       const options = { backend: "cpu", contextLen: 64, cache: false, threads };
       const model = worker ? await WorkerModel.load({ weights }, options) : await Model.load({ weights }, options);
       const vocab = model.config.vocabSize;

@@ -12,10 +12,11 @@ const BUNDLE = { bundle: "/models/wisp-mini/manifest.json" };
 
 // In the page: the golden prompt's logits (as bits, every position) and 24 greedy tokens, where the model
 // ran, and timings for the log (speed is measured in benches-web). `worker`: through a WorkerModel.
-async function runModel(page, { ids, threads, worker }) {
+async function runModel(page, { ids, threads, worker, threadsEntry = true }) {
   return page.evaluate(
-    async ({ bundle, ids, threads, worker }) => {
+    async ({ bundle, ids, threads, worker, threadsEntry }) => {
       const { Model, WorkerModel } = await import("/pkg/index.js");
+      if (threadsEntry) await import("/pkg/threads.js");
       const load = worker ? (s, o) => WorkerModel.load(s, o) : (s, o) => Model.load(s, o);
       const model = await load(bundle, { backend: "cpu", threads, contextLen: 640, cache: false });
       const t0 = performance.now();
@@ -28,7 +29,7 @@ async function runModel(page, { ids, threads, worker }) {
       model.close();
       return { backend, bits, tokens: r.tokens, prefillMs, decodeTokPerSec: r.usage.tokensPerSecond };
     },
-    { bundle: BUNDLE, ids, threads, worker },
+    { bundle: BUNDLE, ids, threads, worker, threadsEntry },
   );
 }
 
@@ -84,6 +85,7 @@ describe("CPU threads in a cross-origin isolated page", () => {
   test("auto on a software WebGPU adapter picks the threaded CPU module in a worker; an agent runs the same on it", async () => {
     const r = await browser.page.evaluate(async (bundle) => {
       const { WorkerModel, createAgent } = await import("/pkg/index.js");
+      await import("/pkg/threads.js");
       const { demoTools } = await import("/www/tools.js");
       const transcript = async (threads) => {
         const model = await WorkerModel.load(bundle, { threads, cache: false });
@@ -102,6 +104,22 @@ describe("CPU threads in a cross-origin isolated page", () => {
     assert.ok(r.one.calls.length > 0, "the agent called a tool");
     assert.deepEqual(r.two.calls, r.one.calls);
     assert.equal(r.two.text, r.one.text);
+  });
+
+  test("without wisp-agent/threads, worker mode runs on 1 thread, says why, and never fetches the threaded module", async () => {
+    // A page of its own: the threads entry of the other tests is imported once per realm.
+    const page = await browser.context.newPage();
+    try {
+      await page.goto(`${browser.url}/tests/browser/blank.html`);
+      // Routes see the worker's requests too.
+      const threadedFiles = [];
+      await page.route("**/pkg/wisp_core_mt*", (route) => (threadedFiles.push(route.request().url()), route.continue()));
+      const r = await runModel(page, { ids: ids.slice(0, 64), threads: 2, worker: true, threadsEntry: false });
+      assert.deepEqual(r.backend, { kind: "cpu", reason: 'asked for; on 1 thread: the threaded module is not loaded (import "wisp-agent/threads")', threads: 1, simd: "relaxed" });
+      assert.deepEqual(threadedFiles, []);
+    } finally {
+      await page.close();
+    }
   });
 
   test("when the threaded module cannot start, the model runs on 1 thread and says why", async () => {

@@ -1,6 +1,7 @@
 // Typed examples of worker mode (tests/browser/types.test.mjs): the same API, with promises where the
 // conversation lives in the worker.
 import { createAgent, WorkerModel, type ChatMessage, type WorkerAgent } from "wisp-agent";
+import "wisp-agent/threads";
 
 export async function worker(): Promise<void> {
   const model = await WorkerModel.load({ bundle: "/models/wisp-mini/manifest.json" }, { backend: "cpu", threads: 2 });
