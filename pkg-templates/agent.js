@@ -100,17 +100,16 @@ export class Agent {
   }
 
   /**
-   * Registers a tool: `spec` is `{ name, description, parameters /* JSON Schema *\/, timeoutMs }`, `fn` is
-   * `async (args, { signal, id }) => result`. Returns the agent, for chaining.
+   * Registers a tool: `spec` is `{ name, description, parameters /* JSON Schema *\/, timeoutMs, needsApproval }`,
+   * `fn` is `async (args, { signal, id }) => result`. Or one WebMCP-shaped object, `{ name, description,
+   * inputSchema, execute, annotations }` (`execute` is `fn`; `annotations.readOnlyHint === false` means
+   * `needsApproval: true` unless the tool says otherwise). `needsApproval`: `true`, or `(args) => boolean`
+   * (may be async): the call waits for the `approve` option first. Returns the agent, for chaining.
    */
   tool(spec, fn) {
-    if (spec === null || typeof spec !== "object") throw new WispError("INVALID_TOOL", "a tool is described by { name, description, parameters }");
-    if (typeof fn !== "function") throw new WispError("INVALID_TOOL", `tool '${spec.name}' needs a function`);
-    checkInput(spec, `tool '${spec.name}'`, "INVALID_TOOL");
-    checkCount(spec.timeoutMs, `timeoutMs of tool '${spec.name}'`, { max: MAX_TIMEOUT_MS, code: "INVALID_TOOL" });
+    const { described, entry } = toolEntry(spec, fn);
     const core = this.#live();
-    const added = wrap(() => core.addTool({ parameters: { type: "object", properties: {} }, ...spec }));
-    const entry = { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS };
+    const added = wrap(() => core.addTool(described));
     // In worker mode the core answers later: a refused duplicate must not replace the registered function.
     const previous = this.#tools.get(spec.name);
     this.#tools.set(spec.name, entry);
@@ -129,7 +128,60 @@ export class Agent {
     return this;
   }
 
-  /** Returns whether the tool was registered (a promise of it in worker mode). */
+  /**
+   * Registers the tools of a WebMCP model context (by default `document.modelContext`, else
+   * `navigator.modelContext`) and follows it: tools it lists now (`getTools()`, where it has one) and every
+   * later `registerTool` / `unregisterTool` / `provideContext` / `clearContext` on it reach this agent too.
+   * Returns a function that stops following (the tools taken so far stay registered).
+   */
+  useModelContext(context = globalThis.document?.modelContext ?? globalThis.navigator?.modelContext) {
+    if (!context || typeof context.registerTool !== "function") {
+      throw new WispError("INVALID_REQUEST", "there is no model context with registerTool (document.modelContext or navigator.modelContext, or pass one)");
+    }
+    this.#live();
+    const names = new Set();
+    const take = (tool) => {
+      this.tool(tool);
+      names.add(tool.name);
+    };
+    const drop = (name) => {
+      if (names.delete(name)) this.removeTool(name);
+    };
+    const listed = typeof context.getTools === "function" ? context.getTools() : [];
+    for (const tool of Array.isArray(listed) ? listed : []) if (typeof tool?.execute === "function") take(tool);
+    const original = {};
+    const follow = (method, after) => {
+      if (typeof context[method] !== "function") return;
+      original[method] = context[method];
+      context[method] = function (...args) {
+        const value = original[method].apply(this, args);
+        after(value, ...args);
+        return value;
+      };
+    };
+    follow("registerTool", (registration, tool) => {
+      take(tool);
+      // The draft's registerTool returns `{ unregister }` in some versions.
+      if (registration && typeof registration.unregister === "function") {
+        const unregister = registration.unregister;
+        registration.unregister = function (...args) {
+          const value = unregister.apply(this, args);
+          drop(tool.name);
+          return value;
+        };
+      }
+    });
+    follow("unregisterTool", (_, name) => drop(name));
+    follow("provideContext", (_, { tools = [] } = {}) => {
+      for (const name of [...names]) drop(name);
+      for (const tool of tools) take(tool);
+    });
+    follow("clearContext", () => {
+      for (const name of [...names]) drop(name);
+    });
+    return () => Object.assign(context, original);
+  }
+
   removeTool(name) {
     const core = this.#live();
     this.#tools.delete(name);
@@ -200,6 +252,7 @@ export class Agent {
       if (typeof input !== "string") throw new WispError("INVALID_REQUEST", "run() takes the user's message as a string");
       checkInput(input, "the message");
       checkInput(options.stop, "stop");
+      checkApprove(options.approve);
       checkInput(options.responseFormat ?? this.#options.responseFormat, "responseFormat", "RESPONSE_FORMAT");
       mark = await this.#live().messageCount;
       yield* this.#loop(input, options, (result) => {
@@ -292,12 +345,17 @@ export class Agent {
       }
       if (toolChoice !== "none") toolChoice = "auto";
       if (signal?.aborted) throw abortError(signal);
-      const outcomes = await Promise.all(calls.map((call) => this.#runTool(call, tools.get(call.name), signal)));
+      // Approvals one call at a time, in the model's order (each may be a dialog); then the approved run.
+      const declined = [];
+      for (const call of calls) declined.push(yield* this.#approval(call, tools.get(call.name), options));
+      const outcomes = await Promise.all(
+        calls.map((call, i) => (declined[i] ? declinedOutcome(call, declined[i]) : this.#runTool(call, tools.get(call.name), signal))),
+      );
       for (const { entered, ...outcome } of outcomes) {
         toolCalls.push(outcome);
         await wrapAsync(() => this.#live().pushToolResult(outcome.id, outcome.name, entered.result, entered.omitted));
         yield outcome.error
-          ? { type: "tool_error", id: outcome.id, name: outcome.name, error: outcome.error, ms: outcome.ms }
+          ? { type: "tool_error", id: outcome.id, name: outcome.name, error: outcome.error, ms: outcome.ms, ...(outcome.declined && { declined: true }) }
           : { type: "tool_result", id: outcome.id, name: outcome.name, result: outcome.result, ms: outcome.ms };
       }
       if (signal?.aborted) throw abortError(signal);
@@ -305,6 +363,30 @@ export class Agent {
     const result = { text: "", finishReason: "max_steps", steps: maxSteps, toolCalls, usage: { ...usage, totalMs: performance.now() - started } };
     done(result);
     yield { type: "final", ...result };
+  }
+
+  // Whether `call` may run: undefined when it needs no approval or was approved, otherwise why not (for
+  // the model). Asks the run's `approve` option after a `tool_approval` event; its failure fails the run.
+  async *#approval(call, tool, options) {
+    const rule = tool?.needsApproval;
+    if (!rule) return undefined;
+    const { signal } = options;
+    const ask = (fn) => {
+      const aborted = new Promise((_, reject) => {
+        if (signal?.aborted) reject(abortError(signal));
+        signal?.addEventListener("abort", () => reject(abortError(signal)), { once: true });
+      });
+      return Promise.race([Promise.resolve().then(() => fn(structuredClone(call.arguments))), aborted]).catch((e) => {
+        if (signal?.aborted) throw abortError(signal);
+        throw new WispError("APPROVAL_FAILED", `the approval of the call of '${call.name}' failed: ${describe(e)}`);
+      });
+    };
+    if (rule !== true && !(await ask(rule))) return undefined;
+    yield { type: "tool_approval", id: call.id, name: call.name, arguments: structuredClone(call.arguments) };
+    const approve = options.approve ?? this.#options.approve;
+    if (!approve) return "the user did not approve this call (no approver)";
+    const approved = await ask(() => approve({ id: call.id, name: call.name, arguments: structuredClone(call.arguments) }));
+    return approved ? undefined : "the user declined this call";
   }
 
   // `tool`: the registration the call was checked against.
@@ -356,6 +438,37 @@ function describe(e) {
   }
 }
 
+// A call the user did not approve: never run; the model reads why.
+function declinedOutcome(call, why) {
+  return { id: call.id, name: call.name, arguments: call.arguments, error: why, declined: true, entered: { result: `error: ${why}`, omitted: 0 }, ms: 0 };
+}
+
+const TOOL_FIELDS = new Set(["name", "description", "parameters", "timeoutMs", "needsApproval"]);
+const WEBMCP_FIELDS = new Set(["name", "description", "inputSchema", "execute", "annotations", "timeoutMs", "needsApproval"]);
+
+// A tool registration, checked: what the core gets (`described`) and what the loop keeps (`entry`).
+function toolEntry(spec, fn) {
+  if (spec === null || typeof spec !== "object") throw new WispError("INVALID_TOOL", "a tool is described by { name, description, parameters }");
+  const webmcp = fn === undefined && typeof spec.execute === "function";
+  if (webmcp) fn = spec.execute.bind(spec);
+  if (typeof fn !== "function") throw new WispError("INVALID_TOOL", `tool '${spec.name}' needs a function`);
+  for (const key of Object.keys(spec)) {
+    if (!(webmcp ? WEBMCP_FIELDS : TOOL_FIELDS).has(key)) {
+      throw new WispError("INVALID_TOOL", `tool '${spec.name}' has an unknown field '${key}'${webmcp ? "" : "; a WebMCP-shaped tool has execute"}`);
+    }
+  }
+  checkInput(spec, `tool '${spec.name}'`, "INVALID_TOOL");
+  checkCount(spec.timeoutMs, `timeoutMs of tool '${spec.name}'`, { max: MAX_TIMEOUT_MS, code: "INVALID_TOOL" });
+  let needsApproval = spec.needsApproval ?? (webmcp && spec.annotations?.readOnlyHint === false);
+  if (typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {
+    throw new WispError("INVALID_TOOL", `needsApproval of tool '${spec.name}' is ${typeof needsApproval}; use a boolean or a function of the arguments`);
+  }
+  const parameters = (webmcp ? spec.inputSchema : spec.parameters) ?? { type: "object", properties: {} };
+  const described = { name: spec.name, parameters };
+  if (spec.description !== undefined) described.description = spec.description;
+  return { described, entry: { fn, timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS, needsApproval } };
+}
+
 function wrap(fn) {
   try {
     return fn();
@@ -372,12 +485,19 @@ async function wrapAsync(fn) {
   }
 }
 
+function checkApprove(approve) {
+  if (approve !== undefined && typeof approve !== "function") {
+    throw new WispError("INVALID_REQUEST", `approve is ${typeof approve}; it must be a function (call) => boolean`);
+  }
+}
+
 // By default one tool result may fill a quarter of the model's context (256 tokens of the bundled model's
 // 1,024), so that a long result leaves room for the conversation and the answer.
 const RESULT_SHARE_OF_CONTEXT = 4;
 
 function splitOptions(model, options) {
   const { system, toolCallFormat, maxResultChars, ...rest } = options;
+  checkApprove(rest.approve);
   checkCount(maxResultChars, "maxResultChars");
   checkCount(rest.maxResultTokens, "maxResultTokens");
   checkCount(rest.maxSteps, "maxSteps");

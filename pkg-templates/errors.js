@@ -42,6 +42,7 @@ export const ERROR_CODES = Object.freeze([
   "WORKER_FAILED",
   "WASM_LOAD",
   "WASM_CRASHED",
+  "APPROVAL_FAILED",
   "INTERNAL",
 ]);
 

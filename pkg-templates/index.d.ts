@@ -29,6 +29,7 @@ export type WispErrorCode =
   | "INVALID_INPUT"
   | "SESSION_CLOSED"
   | "WASM_CRASHED"
+  | "APPROVAL_FAILED"
   | "INTERNAL";
 
 export class WispError extends Error {
@@ -344,14 +345,47 @@ export interface ToolSpec {
   parameters?: object;
   /** Default 10000; at most 2^31 - 1. */
   timeoutMs?: number;
+  /** Ask the `approve` option before each call (a function decides per call, from the arguments). */
+  needsApproval?: boolean | ((args: any) => boolean | Promise<boolean>);
 }
+
+/** A tool in the shape of WebMCP's `registerTool` (`document.modelContext`). */
+export interface ModelContextTool {
+  name: string;
+  description?: string;
+  /** A JSON Schema with `"type": "object"`. */
+  inputSchema?: object;
+  execute: ToolFunction;
+  /** `readOnlyHint: false` means `needsApproval: true` unless `needsApproval` says otherwise. */
+  annotations?: { readOnlyHint?: boolean; [hint: string]: unknown };
+  timeoutMs?: number;
+  needsApproval?: boolean | ((args: any) => boolean | Promise<boolean>);
+}
+
+/** What `useModelContext` follows: WebMCP's `ModelContext` (or a polyfill of it). */
+export interface ModelContextLike {
+  registerTool(tool: ModelContextTool): unknown;
+  unregisterTool?(name: string): unknown;
+  provideContext?(context: { tools?: ModelContextTool[] }): unknown;
+  clearContext?(): unknown;
+  getTools?(): ModelContextTool[];
+}
+
+/** A call waiting for the page's decision; `approve` returns (or resolves to) whether it may run. */
+export interface ToolCallToApprove {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+export type ApproveFunction = (call: ToolCallToApprove) => boolean | Promise<boolean>;
 
 export type AgentEvent =
   | { type: "step_start"; step: number }
   | { type: "text"; text: string }
   | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
   | { type: "tool_result"; id: string; name: string; result: unknown; ms: number }
-  | { type: "tool_error"; id: string; name: string | null; error: string; ms?: number; invalid?: boolean }
+  | { type: "tool_approval"; id: string; name: string; arguments: Record<string, unknown> }
+  | { type: "tool_error"; id: string; name: string | null; error: string; ms?: number; invalid?: boolean; declined?: boolean }
   | { type: "step_end"; step: number; finishReason: string }
   | ({ type: "final" } & AgentResult);
 
@@ -374,6 +408,8 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
   maxSteps?: number;
   toolChoice?: ToolChoice;
   onEvent?: (event: AgentEvent) => void;
+  /** Decides on calls of tools that need approval (this run; default: createAgent's). Without one they are declined. */
+  approve?: ApproveFunction;
 }
 
 /**
@@ -384,6 +420,9 @@ export interface AgentRunOptions extends Omit<GenerateOptions, "onText"> {
 export class Agent {
   private constructor();
   tool(spec: ToolSpec, fn: ToolFunction): this;
+  tool(tool: ModelContextTool): this;
+  /** Registers the tools of a WebMCP model context and follows its changes; returns a function that stops following. */
+  useModelContext(context?: ModelContextLike): () => void;
   /** Whether the tool was registered. */
   removeTool(name: string): boolean;
   reset(): void;
@@ -402,6 +441,8 @@ export class Agent {
 export class WorkerAgent {
   private constructor();
   tool(spec: ToolSpec, fn: ToolFunction): this;
+  tool(tool: ModelContextTool): this;
+  useModelContext(context?: ModelContextLike): () => void;
   removeTool(name: string): Promise<boolean>;
   reset(): Promise<void>;
   readonly messages: Promise<ChatMessage[]>;
@@ -430,6 +471,8 @@ export interface AgentOptions {
   toolChoice?: ToolChoice;
   /** The runs' default `responseFormat`: each message is tool calls or the JSON answer. */
   responseFormat?: ResponseFormat;
+  /** The runs' default `approve`. */
+  approve?: ApproveFunction;
 }
 
 export function createAgent(options: AgentOptions & ({ worker: true } | { model: WorkerModel })): Promise<WorkerAgent>;

@@ -73,7 +73,6 @@ fn tool(name: &str, parameters: Value) -> ToolSpec {
         name: name.into(),
         description: format!("the {name} tool"),
         parameters,
-        timeout_ms: None,
     }
 }
 

@@ -333,7 +333,6 @@ fn weather_tool() -> ToolSpec {
         description: "Get the current weather for a city.".into(),
         parameters: json!({"type": "object", "properties": {"city": {"type": "string"}},
                            "required": ["city"], "additionalProperties": false}),
-        timeout_ms: None,
     }
 }
 

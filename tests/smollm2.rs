@@ -133,7 +133,6 @@ fn demo_tools(root: &std::path::Path) -> Vec<ToolSpec> {
             name: s["name"].as_str().unwrap().into(),
             description: s["description"].as_str().unwrap_or("").into(),
             parameters: s["parameters"].clone(),
-            timeout_ms: None,
         })
         .collect()
 }

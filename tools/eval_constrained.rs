@@ -37,7 +37,6 @@ fn spec(tool: &Value) -> ToolSpec {
             .get("parameters")
             .cloned()
             .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-        timeout_ms: None,
     }
 }
 

@@ -20,8 +20,6 @@ pub struct ToolSpec {
     pub description: String,
     /// A JSON Schema with `"type": "object"`: tool arguments are always named.
     pub parameters: Value,
-    /// How long the agent waits for the JavaScript function; `None` leaves it to the agent's default.
-    pub timeout_ms: Option<u32>,
 }
 
 /// One thing wrong with a call's arguments.
@@ -181,7 +179,6 @@ mod tests {
             name: name.into(),
             description: format!("the {name} tool"),
             parameters,
-            timeout_ms: None,
         }
     }
 

@@ -32,7 +32,6 @@ struct ToolInput {
     #[serde(default)]
     description: String,
     parameters: serde_json::Value,
-    timeout_ms: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -87,7 +86,7 @@ impl Agent {
             .map_err(|_| to_js(busy()))
     }
 
-    /// Registers a tool's description: `{ name, description, parameters, timeoutMs }`. A schema that
+    /// Registers a tool's description: `{ name, description, parameters }` (the timeout and approval stay with the JavaScript loop). A schema that
     /// cannot be turned into a tool-call grammar is refused here (`TOOL_GRAMMAR`), not at the next turn.
     #[wasm_bindgen(js_name = addTool)]
     pub fn add_tool(&self, spec: JsValue) -> std::result::Result<(), JsValue> {
@@ -97,7 +96,6 @@ impl Agent {
             name: input.name,
             description: input.description,
             parameters: input.parameters,
-            timeout_ms: input.timeout_ms,
         };
         let mut conversation = self.conversation()?;
         self.model

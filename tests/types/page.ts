@@ -16,6 +16,11 @@ export async function page(): Promise<void> {
 
   const agent = await createAgent({ model, system: "Be brief.", maxResultTokens: 200 });
   agent.tool({ name: "get_time", description: "The time in a city.", parameters: { type: "object", properties: { city: { type: "string" } } }, timeoutMs: 5000 }, ({ city }) => `noon in ${city}`);
+  agent.tool({ name: "clear", description: "Clear all.", needsApproval: (args: { all?: boolean }) => args.all === true }, () => null);
+  agent.tool({ name: "read", description: "Read.", inputSchema: { type: "object" }, execute: () => "text", annotations: { readOnlyHint: true } });
+  const stopFollowing: () => void = agent.useModelContext({ registerTool: () => undefined });
+  stopFollowing();
+  await agent.run("Clear it", { approve: async (call) => call.name === "clear" && Object.keys(call.arguments).length > 0 });
   const removed: boolean = agent.removeTool("get_time");
   const run = await agent.run("What time is it in Oslo?", { toolChoice: "auto", maxSteps: 3, wait: true });
   const forced: number = run.usage.forcedTokens;

@@ -71,7 +71,6 @@ fuzz_target!(|bytes: &[u8]| {
         name: "t".into(),
         description: "A tool.".into(),
         parameters: parameters.clone(),
-        timeout_ms: None,
     });
     expect_code(&registered, &["INVALID_TOOL"]);
     if depth(&parameters) > MAX_SCHEMA_DEPTH {

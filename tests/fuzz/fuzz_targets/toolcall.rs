@@ -77,7 +77,6 @@ fn registry() -> &'static ToolRegistry {
             description: "Get the current weather for a city.".into(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"},
                 "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}),
-            timeout_ms: None,
         })
         .expect("the demo tool registers");
     tools
