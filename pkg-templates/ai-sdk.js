@@ -129,9 +129,7 @@ function parseOptions(options, maxTokens) {
   const sampling = { temperature: options.temperature ?? 1 };
   const keys = { topP: "top_p", topK: "top_k", presencePenalty: "presence_penalty", frequencyPenalty: "frequency_penalty", seed: "seed" };
   for (const [key, name] of Object.entries(keys)) if (options[key] !== undefined) sampling[name] = options[key];
-  for (const key of ["headers"]) {
-    if (options[key] && Object.keys(options[key]).length) warnings.push({ type: "unsupported", feature: key, details: "the model runs on the device; there is no HTTP request" });
-  }
+  // `headers` are left alone without a warning: the AI SDK always sends its user-agent, and there is no HTTP request.
   if (options.reasoning !== undefined && options.reasoning !== "provider-default" && options.reasoning !== "none") {
     warnings.push({ type: "unsupported", feature: "reasoning", details: "the model does not reason before answering" });
   }

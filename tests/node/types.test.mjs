@@ -1,5 +1,5 @@
 // index.d.ts against typed examples of every API (tests/types/: page mode, worker mode, the OpenAI
-// surface), compiled with `tsc --strict`: the types must accept what the runtime does and give back what it
+// surface, the AI SDK provider), compiled with `tsc --strict`: the types must accept what the runtime does and give back what it
 // returns (the other suites check the values themselves).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -9,8 +9,12 @@ import { promisify } from "node:util";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-test("tsc --strict accepts the typed examples", async () => {
-  const tsc = fileURLToPath(new URL("node_modules/.bin/tsc", `file://${ROOT}`));
-  const run = await promisify(execFile)(tsc, ["-p", "tests/types"], { cwd: ROOT }).catch((e) => e);
+async function tsc(project) {
+  const bin = fileURLToPath(new URL("node_modules/.bin/tsc", `file://${ROOT}`));
+  const run = await promisify(execFile)(bin, ["-p", project], { cwd: ROOT }).catch((e) => e);
   assert.equal(run.code ?? 0, 0, `${run.stdout}${run.stderr}`);
-});
+}
+
+test("tsc --strict accepts the typed examples", () => tsc("tests/types"));
+
+test("tsc --strict accepts the AI SDK example against ai's own types", () => tsc("tests/types/tsconfig.ai-sdk.json"));
