@@ -37,6 +37,12 @@ async function scenario({ worker, schema }) {
   const calls = (steps) => steps.flatMap((s) => s.toolCalls.map((c) => [c.toolName, c.input]));
   const out = { modelId: llm.modelId, specificationVersion: llm.specificationVersion };
   try {
+    wisp({ bundle: "/models/wisp-mini/manifest.json" });
+    out.notModel = "returned";
+  } catch (e) {
+    out.notModel = { code: e.code, message: e.message };
+  }
+  try {
     const weather = await generateText({ ...common, prompt: "What's the weather like in Tokyo right now?", stopWhen: stepCountIs(3) });
     out.weather = {
       calls: calls(weather.steps),
@@ -164,6 +170,7 @@ describe("the AI SDK provider with the real ai package", () => {
       t.diagnostic(JSON.stringify({ weather: r.weather, chain: r.chain, abort: r.abort, queued: r.queued, streamAbort: r.streamAbort, objects: r.objects, output: r.output }));
       assert.equal(r.specificationVersion, "v4");
       assert.equal(r.modelId, "wisp-mini");
+      assert.equal(r.notModel.code, "INVALID_REQUEST", JSON.stringify(r.notModel));
 
       // Multi-step: the call, the tool's real result, an answer that states it.
       assert.deepEqual(r.weather.calls, [["get_weather", { city: "Tokyo" }]]);
