@@ -214,7 +214,7 @@ export function openaiFetch(model, options) {
     }
     let result;
     try {
-      result = await completions.create(await request.json());
+      result = await completions.create(await request.json(), { signal: request.signal });
     } catch (e) {
       return error(CLIENT_ERRORS.has(e?.code) || e instanceof SyntaxError ? 400 : 500, e);
     }
