@@ -92,7 +92,8 @@ function parseRequest(params) {
     return { role: "user", content: text };
   });
   const sampling = { temperature: temperature ?? 1 };
-  for (const key of ["top_p", "presence_penalty", "frequency_penalty", "seed"]) {
+  // top_k is not OpenAI's, but other local servers take it, and the AI SDK provider passes it on.
+  for (const key of ["top_p", "top_k", "presence_penalty", "frequency_penalty", "seed"]) {
     if (params[key] !== undefined && params[key] !== null) sampling[key] = params[key];
   }
   const stops = stop === undefined || stop === null ? [] : Array.isArray(stop) ? stop : [stop];
@@ -122,10 +123,13 @@ const FINISH = { stop: "stop", eos_token: "stop", length: "length" };
  * `{ finish, calls, usage }`.
  */
 async function* complete(model, parsed) {
-  const release = await queueOf(model).acquire();
+  const { signal } = parsed;
+  const release = await queueOf(model).acquire({ signal });
   let coreAgent;
   try {
-    coreAgent = await call(() => model.coreAgent({ system: parsed.system, toolCallFormat: model.manifest?.tool_call_format }));
+    // A WorkerModel's agent core lives in its worker (agentCore), a Model's in this realm (coreAgent).
+    const options = { system: parsed.system, toolCallFormat: model.manifest?.tool_call_format };
+    coreAgent = await call(() => (model.agentCore ? model.agentCore(options) : model.coreAgent(options)));
     // "none": the model is not shown the tools at all.
     if (parsed.toolChoice !== "none") for (const spec of parsed.specs) await call(() => coreAgent.addTool(spec));
     const names = new Map();
@@ -142,6 +146,7 @@ async function* complete(model, parsed) {
       let finish;
       do {
         await breathe();
+        if (signal?.aborted) throw signal.reason ?? new DOMException("the request was aborted", "AbortError");
         const s = await call(() => turn.step());
         for (const e of s.events) {
           if (e.type === "text") yield { text: e.text };
@@ -157,10 +162,10 @@ async function* complete(model, parsed) {
       const usage = { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens };
       return { finish: calls.length ? "tool_calls" : (FINISH[finish] ?? "stop"), calls, usage };
     } finally {
-      if (model.alive) turn.free();
+      if (model.alive !== false) turn.free();
     }
   } finally {
-    if (model.alive) coreAgent?.free();
+    if (model.alive !== false) coreAgent?.free();
     release();
   }
 }
@@ -169,12 +174,15 @@ function toolCallsOf(calls) {
   return calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
 }
 
-/** OpenAI's `client.chat.completions` over `model` (a loaded `Model`). */
+/**
+ * OpenAI's `client.chat.completions` over `model` (a loaded `Model` or `WorkerModel`). `create(params,
+ * { signal })` takes the SDK's request options: an abort ends the request between tokens (or in the queue).
+ */
 export function createChatCompletions(model, { name = "wisp" } = {}) {
   // Requests take turns in the model's queue (complete()), with every other call on the model.
   return {
-    async create(params) {
-      const parsed = parseRequest(params);
+    async create(params, { signal } = {}) {
+      const parsed = { ...parseRequest(params), signal };
       const id = `chatcmpl-${crypto.randomUUID()}`;
       const created = Math.floor(Date.now() / 1000);
       if (!parsed.stream) {
