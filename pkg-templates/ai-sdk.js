@@ -126,7 +126,8 @@ function parseOptions(options, maxTokens) {
   const warnings = [];
   const { system, replay } = replayOf(options.prompt, warnings);
   const specs = toolsOf(options.tools, warnings);
-  const sampling = { temperature: options.temperature ?? 1 };
+  // Greedy unless the call sets a temperature, as everywhere else in the package (the AI SDK sets no default).
+  const sampling = { temperature: options.temperature ?? 0 };
   const keys = { topP: "top_p", topK: "top_k", presencePenalty: "presence_penalty", frequencyPenalty: "frequency_penalty", seed: "seed" };
   for (const [key, name] of Object.entries(keys)) if (options[key] !== undefined) sampling[name] = options[key];
   // `headers` are left alone without a warning: the AI SDK always sends its user-agent, and there is no HTTP request.

@@ -52,6 +52,7 @@ async function scenario({ worker, schema }) {
       steps: weather.steps.length,
       usage: weather.totalUsage,
       stepUsage: weather.steps.map((s) => s.usage),
+      warnings: weather.steps.flatMap((s) => s.warnings ?? []),
     };
     const chain = await generateText({ ...common, prompt: "What's the temperature in Berlin in fahrenheit?", stopWhen: stepCountIs(4) });
     out.chain = { calls: calls(chain.steps), text: chain.text, steps: chain.steps.length };
@@ -178,6 +179,8 @@ describe("the AI SDK provider with the real ai package", () => {
       assert.equal(r.weather.steps, 2);
       assert.ok(r.weather.text.includes("22"), r.weather.text);
       assert.equal(r.weather.finishReason, "stop");
+      // An ordinary call has nothing to warn about (the user-agent header the AI SDK always sends included).
+      assert.deepEqual(r.weather.warnings, []);
       assert.ok(r.weather.stepUsage.every((u) => u.inputTokens > 0 && u.outputTokens > 0), JSON.stringify(r.weather.stepUsage));
       assert.equal(r.weather.usage.inputTokens, r.weather.stepUsage[0].inputTokens + r.weather.stepUsage[1].inputTokens);
       // The second step replays the first: the KV cache holds its prefix.
