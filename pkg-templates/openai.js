@@ -91,7 +91,7 @@ function parseRequest(params) {
     return { role: "user", content: text };
   });
   const sampling = { temperature: temperature ?? 1 };
-  // top_k is not OpenAI's, but other local servers take it, and the AI SDK provider passes it on.
+  // top_k is not OpenAI's, but other local servers take it.
   for (const key of ["top_p", "top_k", "presence_penalty", "frequency_penalty", "seed"]) {
     if (params[key] !== undefined && params[key] !== null) sampling[key] = params[key];
   }
