@@ -1,8 +1,8 @@
 // The AI SDK provider (wisp-agent/ai-sdk) under the real `ai` package, bundled by Vite for the page, against
 // the bundled model on the CPU backend with the demo tools of www/tools.js, in page mode and worker mode:
 // a multi-step generateText (a tool call, its result, the answer; the two-call weather -> conversion task),
-// streamText's parts, toolChoice required / none / a named tool, abort, usage, generateObject and
-// Output.object (values valid for their schema), warnings and a coded error for input it cannot take.
+// streamText's parts, toolChoice required / none / a named tool, abort, usage, generateObject, streamObject
+// and Output.object (values valid for their schema), warnings and a coded error for input it cannot take.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { build } from "vite";
@@ -23,7 +23,7 @@ const WEATHER = {
 async function scenario({ worker, schema }) {
   const { Model, WorkerModel } = await import("/pkg/index.js");
   const { wisp } = await import("/pkg/ai-sdk.js");
-  const { generateText, streamText, generateObject, stepCountIs, tool, jsonSchema, Output } = await import("/ai-bundle.js");
+  const { generateText, streamText, generateObject, streamObject, stepCountIs, tool, jsonSchema, Output } = await import("/ai-bundle.js");
   const { demoTools } = await import("/www/tools.js");
   const load = { backend: "cpu", cache: false };
   const bundle = { bundle: "/models/wisp-mini/manifest.json" };
@@ -103,6 +103,10 @@ async function scenario({ worker, schema }) {
       objects.push({ object, finishReason, outputTokens: usage.outputTokens });
     }
     out.objects = objects;
+    const streamed = streamObject({ model: llm, schema: jsonSchema(schema), prompt: "What's the weather in Cairo?", temperature: 0, maxRetries: 0 });
+    let partials = 0;
+    for await (const partial of streamed.partialObjectStream) if (partial) partials++;
+    out.streamed = { object: await streamed.object, partials };
     const { output } = await generateText({ model: llm, output: Output.object({ schema: jsonSchema(schema) }), prompt: "Is it windy in Oslo?", temperature: 0.8, maxRetries: 0 });
     out.output = output;
 
@@ -168,7 +172,7 @@ describe("the AI SDK provider with the real ai package", () => {
   for (const worker of [false, true]) {
     test(worker ? "worker mode" : "page mode", async (t) => {
       const r = await browser.page.evaluate(scenario, { worker, schema: WEATHER });
-      t.diagnostic(JSON.stringify({ weather: r.weather, chain: r.chain, abort: r.abort, queued: r.queued, streamAbort: r.streamAbort, objects: r.objects, output: r.output }));
+      t.diagnostic(JSON.stringify({ weather: r.weather, chain: r.chain, abort: r.abort, queued: r.queued, streamAbort: r.streamAbort, objects: r.objects, streamed: r.streamed, output: r.output }));
       assert.equal(r.specificationVersion, "v4");
       assert.equal(r.modelId, "wisp-mini");
       assert.equal(r.notModel.code, "INVALID_REQUEST", JSON.stringify(r.notModel));
@@ -225,7 +229,8 @@ describe("the AI SDK provider with the real ai package", () => {
       assert.deepEqual(r.afterAbort, [["calculate", { expression: "12 * (3 + 4)" }]]);
 
       // Structured output: every object valid for the schema (grammar-constrained).
-      for (const o of [...r.objects.map((x) => x.object), r.output]) assert.deepEqual(problems(o), [], JSON.stringify(o));
+      assert.ok(r.streamed.partials > 1, `${r.streamed.partials} partial objects`);
+      for (const o of [...r.objects.map((x) => x.object), r.output, r.streamed.object]) assert.deepEqual(problems(o), [], JSON.stringify(o));
       assert.ok(r.objects.every((o) => o.finishReason === "stop" && o.outputTokens > 0));
 
       assert.deepEqual(r.warnings.map((w) => w.feature), ["provider tool openai.web_search", "reasoning"]);
