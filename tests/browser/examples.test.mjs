@@ -1,0 +1,133 @@
+// Every JS example of the user docs (README.md, pkg-templates/README.md, docs/*.md) runs as written against
+// the built package and the bundled model: on a page of headless Chromium, whose import map resolves
+// "wisp-agent" as a bundler would (to pkg/), or in Node where the block is marked Node code. A marker on the
+// line before a block says how it runs:
+//   <!-- example: node -->              Node code, run from the repository root (files there resolve);
+//   <!-- example: continues -->         a fragment, run joined to the blocks before it in the same file;
+//   <!-- example: no-run (why) -->      not run, with the reason (counted, and the reason is required).
+// An unmarked block is page code, and fails the test unless it runs to the end without an error.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { after, before, describe, test } from "node:test";
+import { browserFor } from "./harness.mjs";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const MARKER = /^<!--\s*example:\s*(no-run|continues|node)\b\s*(.*?)\s*-->$/;
+
+/** The JS blocks of one markdown file: `{ file, line, code, marker, reason }`. */
+export function extractExamples(file, text) {
+  const lines = text.split("\n");
+  const blocks = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^```(js|javascript|mjs)\s*$/.test(lines[i])) continue;
+    let prev = i - 1;
+    while (prev >= 0 && lines[prev].trim() === "") prev--;
+    const m = prev >= 0 ? MARKER.exec(lines[prev].trim()) : null;
+    const end = lines.indexOf("```", i + 1);
+    assert.ok(end > i, `${file}:${i + 1}: an unclosed code block`);
+    blocks.push({ file, line: i + 1, code: lines.slice(i + 1, end).join("\n"), marker: m?.[1] ?? "page", reason: m?.[2] ?? "" });
+    i = end;
+  }
+  return blocks;
+}
+
+/** The examples to run: continued fragments joined to what they continue, no-run blocks left out. */
+function runnable(blocks) {
+  const out = [];
+  for (const b of blocks) {
+    if (b.marker === "no-run") continue;
+    if (b.marker === "continues") {
+      const head = out.findLast((o) => o.file === b.file);
+      assert.ok(head, `${b.file}:${b.line}: "continues" with no block before it`);
+      out.push({ ...head, line: b.line, code: `${head.code}\n${b.code}`, joined: [...(head.joined ?? [head.line]), b.line] });
+      continue;
+    }
+    out.push(b);
+  }
+  return out;
+}
+
+const files = ["README.md", "pkg-templates/README.md", ...(await readdir(join(ROOT, "docs"))).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const blocks = (await Promise.all(files.map(async (f) => extractExamples(f, await readFile(join(ROOT, f), "utf8"))))).flat();
+const examples = runnable(blocks);
+
+const IMPORT_MAP = JSON.stringify({
+  imports: { "wisp-agent": "/pkg/index.js", "wisp-agent/threads": "/pkg/threads.js", openai: "/node_modules/openai/index.mjs" },
+});
+
+describe("docs examples", () => {
+  test("every block is run or marked, and no-run markers say why", (t) => {
+    const noRun = blocks.filter((b) => b.marker === "no-run");
+    for (const b of noRun) assert.ok(/^\(.+\)$/.test(b.reason), `${b.file}:${b.line}: no-run needs a reason in parentheses`);
+    t.diagnostic(`${blocks.length} JS blocks in ${files.length} files: ${examples.length} runs (${examples.filter((e) => e.marker === "node").length} in Node, ${examples.filter((e) => e.joined).length} joined), ${noRun.length} no-run`);
+    assert.ok(examples.length >= 10, "the docs' examples were found");
+  });
+
+  describe("on a page", () => {
+    const browser = browserFor({});
+    let n = 0;
+    for (const ex of examples.filter((e) => e.marker !== "node")) {
+      const id = n++;
+      test(`${ex.file}:${ex.line}${ex.joined ? ` (blocks at ${ex.joined.join(", ")})` : ""}`, { timeout: 180_000 }, async (t) => {
+        const page = await browser.context.newPage();
+        const logs = [];
+        page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`.slice(0, 300)));
+        page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+        const base = `${browser.url}/tests/browser/__example-${id}`;
+        await page.route(`${base}.html`, (route) =>
+          route.fulfill({
+            contentType: "text/html",
+            body: `<!doctype html><meta charset="utf-8"><title>example</title>
+<script type="importmap">${IMPORT_MAP}</script>
+<script type="module">
+window.unhandled = [];
+addEventListener("unhandledrejection", (e) => window.unhandled.push(String(e.reason?.message ?? e.reason)));
+window.done = import("./__example-${id}.mjs").then(() => "ran", (e) => \`\${e?.code ?? e?.name}: \${e?.message ?? e}\`);
+</script>`,
+          }),
+        );
+        await page.route(`${base}.mjs`, (route) => route.fulfill({ contentType: "text/javascript", body: ex.code }));
+        try {
+          await page.goto(`${base}.html`);
+          await page.waitForFunction(() => window.done, null, { timeout: 170_000 });
+          const outcome = await page.evaluate(() => window.done);
+          const unhandled = await page.evaluate(() => window.unhandled);
+          for (const l of logs) t.diagnostic(l);
+          assert.equal(outcome, "ran");
+          assert.deepEqual(unhandled, []);
+          assert.deepEqual(logs.filter((l) => l.startsWith("pageerror")), []);
+        } finally {
+          await page.close();
+        }
+      });
+    }
+  });
+
+  describe("in Node", () => {
+    let dir;
+    before(async () => {
+      // As `npm install wisp-agent` would leave it, next to the example's file.
+      dir = await mkdtemp(join(tmpdir(), "wisp-examples-"));
+      await mkdir(join(dir, "node_modules"));
+      await symlink(join(ROOT, "pkg"), join(dir, "node_modules/wisp-agent"));
+    });
+    after(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+    let n = 0;
+    for (const ex of examples.filter((e) => e.marker === "node")) {
+      const id = n++;
+      test(`${ex.file}:${ex.line}`, { timeout: 180_000 }, async (t) => {
+        const file = join(dir, `example-${id}.mjs`);
+        await writeFile(file, ex.code);
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, [file], { cwd: ROOT, timeout: 170_000 });
+        for (const l of `${stdout}${stderr}`.trim().split("\n")) t.diagnostic(l.slice(0, 300));
+      });
+    }
+  });
+});
