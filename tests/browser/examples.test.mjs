@@ -5,7 +5,9 @@
 //   <!-- example: node -->              Node code, run from the repository root (files there resolve);
 //   <!-- example: continues -->         a fragment, run joined to the blocks before it in the same file;
 //   <!-- example: no-run (why) -->      not run, with the reason (counted, and the reason is required).
-// An unmarked block is page code, and fails the test unless it runs to the end without an error.
+// An unmarked block is page code, and fails the test unless it runs to the end without an error. An
+// example that logs `undefined` (a field that does not exist, say `usage.tokens`) or calls console.error
+// fails too.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
@@ -60,6 +62,20 @@ const IMPORT_MAP = JSON.stringify({
   imports: { "wisp-agent": "/pkg/index.js", "wisp-agent/threads": "/pkg/threads.js", openai: "/node_modules/openai/index.mjs" },
 });
 
+// Run before a Node example: what the page's check does, with a line on stderr for each misuse (and the
+// exit status set).
+const CHECK_LOGS = `data:text/javascript,${encodeURIComponent(`
+  for (const level of ["log", "info", "warn", "error"]) {
+    const log = console[level];
+    console[level] = (...args) => {
+      if (level === "error" || args.includes(undefined)) {
+        process.stderr.write("MISUSE " + level + ": " + args.map(String).join(" ") + "\\n");
+        process.exitCode = 1;
+      }
+      log.apply(console, args);
+    };
+  }`)}`;
+
 describe("docs examples", () => {
   test("every block is run or marked, and no-run markers say why", (t) => {
     const noRun = blocks.filter((b) => b.marker === "no-run");
@@ -86,6 +102,15 @@ describe("docs examples", () => {
 <script type="importmap">${IMPORT_MAP}</script>
 <script type="module">
 window.unhandled = [];
+window.misuse = [];
+for (const level of ["log", "info", "warn", "error"]) {
+  const log = console[level];
+  console[level] = (...args) => {
+    if (level === "error") window.misuse.push(\`console.error: \${args.join(" ")}\`);
+    if (args.includes(undefined)) window.misuse.push(\`undefined logged: \${args.map(String).join(" ")}\`);
+    log.apply(console, args);
+  };
+}
 addEventListener("unhandledrejection", (e) => window.unhandled.push(String(e.reason?.message ?? e.reason)));
 window.done = import("./__example-${id}.mjs").then(() => "ran", (e) => \`\${e?.code ?? e?.name}: \${e?.message ?? e}\`);
 </script>`,
@@ -96,10 +121,11 @@ window.done = import("./__example-${id}.mjs").then(() => "ran", (e) => \`\${e?.c
           await page.goto(`${base}.html`);
           await page.waitForFunction(() => window.done, null, { timeout: 170_000 });
           const outcome = await page.evaluate(() => window.done);
-          const unhandled = await page.evaluate(() => window.unhandled);
+          const { unhandled, misuse } = await page.evaluate(() => ({ unhandled: window.unhandled, misuse: window.misuse }));
           for (const l of logs) t.diagnostic(l);
           assert.equal(outcome, "ran");
           assert.deepEqual(unhandled, []);
+          assert.deepEqual(misuse, []);
           assert.deepEqual(logs.filter((l) => l.startsWith("pageerror")), []);
         } finally {
           await page.close();
@@ -125,8 +151,9 @@ window.done = import("./__example-${id}.mjs").then(() => "ran", (e) => \`\${e?.c
       test(`${ex.file}:${ex.line}`, { timeout: 180_000 }, async (t) => {
         const file = join(dir, `example-${id}.mjs`);
         await writeFile(file, ex.code);
-        const { stdout, stderr } = await promisify(execFile)(process.execPath, [file], { cwd: ROOT, timeout: 170_000 });
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", CHECK_LOGS, file], { cwd: ROOT, timeout: 170_000 });
         for (const l of `${stdout}${stderr}`.trim().split("\n")) t.diagnostic(l.slice(0, 300));
+        assert.doesNotMatch(stderr, /^MISUSE /m);
       });
     }
   });
