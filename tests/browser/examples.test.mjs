@@ -22,7 +22,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MARKER = /^<!--\s*example:\s*(no-run|continues|node)\b\s*(.*?)\s*-->$/;
 
 /** The JS blocks of one markdown file: `{ file, line, code, marker, reason }`. */
-export function extractExamples(file, text) {
+function extractExamples(file, text) {
   const lines = text.split("\n");
   const blocks = [];
   for (let i = 0; i < lines.length; i++) {
