@@ -21,35 +21,47 @@ import { browserFor } from "./harness.mjs";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MARKER = /^<!--\s*example:\s*(no-run|continues|node)\b\s*(.*?)\s*-->$/;
 
+// What is wrong with the markdown itself (markers, fences), for the first test to report.
+const problems = [];
+
 /** The JS blocks of one markdown file: `{ file, line, code, marker, reason }`. */
 function extractExamples(file, text) {
   const lines = text.split("\n");
   const blocks = [];
   for (let i = 0; i < lines.length; i++) {
+    // A misspelt marker must not turn a block into page code silently.
+    if (/^<!--\s*example\b/.test(lines[i].trim()) && !MARKER.test(lines[i].trim())) problems.push(`${file}:${i + 1}: an unknown example marker`);
     if (!/^```(js|javascript|mjs)\s*$/.test(lines[i])) continue;
     let prev = i - 1;
     while (prev >= 0 && lines[prev].trim() === "") prev--;
     const m = prev >= 0 ? MARKER.exec(lines[prev].trim()) : null;
     const end = lines.indexOf("```", i + 1);
-    assert.ok(end > i, `${file}:${i + 1}: an unclosed code block`);
+    if (end < 0) {
+      problems.push(`${file}:${i + 1}: an unclosed code block`);
+      break;
+    }
     blocks.push({ file, line: i + 1, code: lines.slice(i + 1, end).join("\n"), marker: m?.[1] ?? "page", reason: m?.[2] ?? "" });
     i = end;
   }
   return blocks;
 }
 
-/** The examples to run: continued fragments joined to what they continue, no-run blocks left out. */
+/** The examples to run: continued fragments joined to what they continue, no-run blocks (and what continues them) left out. */
 function runnable(blocks) {
   const out = [];
+  let last = null;
   for (const b of blocks) {
-    if (b.marker === "no-run") continue;
     if (b.marker === "continues") {
-      const head = out.findLast((o) => o.file === b.file);
-      assert.ok(head, `${b.file}:${b.line}: "continues" with no block before it`);
-      out.push({ ...head, line: b.line, code: `${head.code}\n${b.code}`, joined: [...(head.joined ?? [head.line]), b.line] });
-      continue;
+      if (last?.file !== b.file) {
+        problems.push(`${b.file}:${b.line}: "continues" with no block before it`);
+        continue;
+      }
+      if (last.marker === "no-run") continue;
+      last = { ...last, line: b.line, code: `${last.code}\n${b.code}`, joined: [...(last.joined ?? [last.line]), b.line] };
+    } else {
+      last = b;
     }
-    out.push(b);
+    if (last.marker !== "no-run") out.push(last);
   }
   return out;
 }
@@ -77,9 +89,10 @@ const CHECK_LOGS = `data:text/javascript,${encodeURIComponent(`
   }`)}`;
 
 describe("docs examples", () => {
-  test("every block is run or marked, and no-run markers say why", (t) => {
+  test("markers are known, fences closed, and no-run markers say why", (t) => {
     const noRun = blocks.filter((b) => b.marker === "no-run");
-    for (const b of noRun) assert.ok(/^\(.+\)$/.test(b.reason), `${b.file}:${b.line}: no-run needs a reason in parentheses`);
+    for (const b of noRun) if (!/^\(.+\)$/.test(b.reason)) problems.push(`${b.file}:${b.line}: no-run needs a reason in parentheses`);
+    assert.deepEqual(problems, []);
     t.diagnostic(`${blocks.length} JS blocks in ${files.length} files: ${examples.length} runs (${examples.filter((e) => e.marker === "node").length} in Node, ${examples.filter((e) => e.joined).length} joined), ${noRun.length} no-run`);
     assert.ok(examples.length >= 10, "the docs' examples were found");
   });
