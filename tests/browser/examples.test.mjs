@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
+import { build } from "vite";
 import { browserFor } from "./harness.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -70,8 +71,16 @@ const files = ["README.md", "pkg-templates/README.md", ...(await readdir(join(RO
 const blocks = (await Promise.all(files.map(async (f) => extractExamples(f, await readFile(join(ROOT, f), "utf8"))))).flat();
 const examples = runnable(blocks);
 
+// Served under /__deps/: the `ai` package (the Vercel AI SDK, with its own dependencies) bundled into one
+// module, as an app's bundler would.
 const IMPORT_MAP = JSON.stringify({
-  imports: { "wisp-agent": "/pkg/index.js", "wisp-agent/threads": "/pkg/threads.js", openai: "/node_modules/openai/index.mjs" },
+  imports: {
+    "wisp-agent": "/pkg/index.js",
+    "wisp-agent/threads": "/pkg/threads.js",
+    "wisp-agent/ai-sdk": "/pkg/ai-sdk.js",
+    openai: "/node_modules/openai/index.mjs",
+    ai: "/__deps/ai.js",
+  },
 });
 
 // Run before a Node example: what the page's check does, with a line on stderr for each misuse (and the
@@ -99,6 +108,22 @@ describe("docs examples", () => {
 
   describe("on a page", () => {
     const browser = browserFor({});
+    let deps;
+    before(async () => {
+      deps = await mkdtemp(join(tmpdir(), "wisp-examples-deps-"));
+      await build({
+        configFile: false,
+        logLevel: "warn",
+        build: { outDir: deps, minify: false, lib: { entry: fileURLToPath(import.meta.resolve("ai")), formats: ["es"], fileName: () => "ai.js" } },
+      });
+      await browser.context.route(`${browser.url}/__deps/**`, async (route) => {
+        const name = new URL(route.request().url()).pathname.slice("/__deps/".length);
+        route.fulfill({ contentType: "text/javascript", body: await readFile(join(deps, name)) });
+      });
+    });
+    after(async () => {
+      if (deps) await rm(deps, { recursive: true, force: true });
+    });
     let n = 0;
     for (const ex of examples.filter((e) => e.marker !== "node")) {
       const id = n++;
