@@ -15,6 +15,7 @@ use crate::agent::{Conversation, RecordedCall, ToolChoice, ToolSpec, Turn, TurnS
 use crate::assembly::{busy, AssembledModel};
 use crate::bundle;
 use crate::error::{Result, WispError};
+use crate::text::Message;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -202,6 +203,53 @@ impl Agent {
     #[wasm_bindgen(getter)]
     pub fn messages(&self) -> std::result::Result<JsValue, JsValue> {
         to_js_value(&self.conversation()?.messages)
+    }
+
+    /// The context's size in tokens.
+    fn capacity(&self) -> std::result::Result<usize, JsValue> {
+        let decoder = self.model.decoder.try_borrow().map_err(|_| to_js(busy()))?;
+        Ok(decoder.capacity())
+    }
+
+    /// `{ capacity, systemAndTools, history, free, reserve, fits }` for the next message's prompt, with
+    /// room for an answer of `maxTokens`.
+    #[wasm_bindgen(js_name = contextUsage)]
+    pub fn context_usage(&self, max_tokens: usize) -> std::result::Result<JsValue, JsValue> {
+        let capacity = self.capacity()?;
+        let usage = self
+            .conversation()?
+            .usage(
+                self.model.template().map_err(to_js)?,
+                self.model.tokenizer().map_err(to_js)?,
+                capacity,
+                max_tokens,
+            )
+            .map_err(to_js)?;
+        to_js_value(&usage)
+    }
+
+    /// Trims the history until the next prompt leaves room for an answer (`Conversation::fit`):
+    /// `{ messages, shortened, tokens }` of what went, or null when it already fits.
+    #[wasm_bindgen(js_name = fitContext)]
+    pub fn fit_context(&self, max_tokens: usize) -> std::result::Result<JsValue, JsValue> {
+        let capacity = self.capacity()?;
+        let trim = self
+            .conversation()?
+            .fit(
+                self.model.template().map_err(to_js)?,
+                self.model.tokenizer().map_err(to_js)?,
+                capacity,
+                max_tokens,
+            )
+            .map_err(to_js)?;
+        to_js_value(&trim)
+    }
+
+    /// Replaces every message after the system message with `history` (OpenAI-shaped messages).
+    #[wasm_bindgen(js_name = setHistory)]
+    pub fn set_history(&self, history: JsValue) -> std::result::Result<(), JsValue> {
+        let history: Vec<Message> = from_js(history, "messages").map_err(to_js)?;
+        self.conversation()?.set_history(history).map_err(to_js)
     }
 
     /// Starts the next assistant message (the same generation options as `Model.startGeneration`).
