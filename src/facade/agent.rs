@@ -53,6 +53,8 @@ pub struct Agent {
     model: Rc<AssembledModel>,
     conversation: Rc<RefCell<Conversation>>,
     max_result_tokens: usize,
+    /// The context's size in tokens, read once: a turn of another agent may hold the decoder.
+    capacity: usize,
 }
 
 #[wasm_bindgen]
@@ -74,7 +76,14 @@ impl Agent {
                 options.max_result_chars.unwrap_or(usize::MAX),
             )
             .map_err(to_js)?;
+        let capacity = model
+            .inner
+            .decoder
+            .try_borrow()
+            .map_err(|_| to_js(busy()))?
+            .capacity();
         Ok(Agent {
+            capacity,
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
             max_result_tokens: options.max_result_tokens.unwrap_or(usize::MAX),
@@ -205,17 +214,11 @@ impl Agent {
         to_js_value(&self.conversation()?.messages)
     }
 
-    /// The context's size in tokens.
-    fn capacity(&self) -> std::result::Result<usize, JsValue> {
-        let decoder = self.model.decoder.try_borrow().map_err(|_| to_js(busy()))?;
-        Ok(decoder.capacity())
-    }
-
     /// `{ capacity, systemAndTools, history, free, reserve, fits }` for the next message's prompt, with
     /// room for an answer of `maxTokens`.
     #[wasm_bindgen(js_name = contextUsage)]
     pub fn context_usage(&self, max_tokens: usize) -> std::result::Result<JsValue, JsValue> {
-        let capacity = self.capacity()?;
+        let capacity = self.capacity;
         let usage = self
             .conversation()?
             .usage(
@@ -232,7 +235,7 @@ impl Agent {
     /// `{ messages, shortened, tokens }` of what went, or null when it already fits.
     #[wasm_bindgen(js_name = fitContext)]
     pub fn fit_context(&self, max_tokens: usize) -> std::result::Result<JsValue, JsValue> {
-        let capacity = self.capacity()?;
+        let capacity = self.capacity;
         let trim = self
             .conversation()?
             .fit(
