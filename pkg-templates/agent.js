@@ -595,22 +595,23 @@ function checkApprove(approve) {
 const RESULT_SHARE_OF_CONTEXT = 4;
 
 function splitOptions(model, options) {
-  const { system, toolCallFormat, maxResultChars, ...rest } = options;
+  const { system, toolCallFormat, maxResultChars, maxHistoryTokens, ...rest } = options;
   checkApprove(rest.approve);
   checkCount(maxResultChars, "maxResultChars");
   checkCount(rest.maxResultTokens, "maxResultTokens");
+  checkCount(maxHistoryTokens, "maxHistoryTokens");
   checkCount(rest.maxSteps, "maxSteps");
   checkCount(rest.maxTokens, "maxTokens");
   checkContextPolicy(rest.contextPolicy);
   const maxResultTokens = rest.maxResultTokens ?? Math.max(1, Math.floor(model.contextLength / RESULT_SHARE_OF_CONTEXT));
   const precutChars = Math.min(maxResultChars ?? Infinity, maxResultTokens * MAX_CHARS_PER_TOKEN);
   return [
-    { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens },
+    { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens, maxHistoryTokens },
     { ...rest, precutChars },
   ];
 }
 
-/** An agent over a loaded `Model`: `{ model, system, contextPolicy, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */
+/** An agent over a loaded `Model`: `{ model, system, contextPolicy, maxHistoryTokens, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */
 export function createAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
   return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, { release, alive: () => model.alive, queue: queueOf(model) });

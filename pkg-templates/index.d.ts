@@ -497,6 +497,8 @@ export interface AgentOptions {
   system?: string;
   /** A history that outgrows the context: `"trim"` (default), `"error"` or a function. */
   contextPolicy?: ContextPolicy;
+  /** The most tokens of history (besides the system message and tools) a prompt carries: trimmed to it too. */
+  maxHistoryTokens?: number;
   maxSteps?: number;
   toolCallFormat?: "hermes" | "llama3_json";
   /** The most tokens of one tool result the model reads (default: a quarter of the context). */

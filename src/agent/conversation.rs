@@ -47,6 +47,9 @@ pub struct Conversation {
     system: Option<String>,
     /// Longest tool result (in characters) that enters the prompt; the rest is cut with a note.
     pub max_result_chars: usize,
+    /// Most tokens the prompt may carry besides the system message and the tools (`fit` trims to it): a
+    /// small model may follow a long history worse than its context allows.
+    pub max_history_tokens: usize,
 }
 
 impl Conversation {
@@ -57,6 +60,7 @@ impl Conversation {
             format,
             system,
             max_result_chars,
+            max_history_tokens: usize::MAX,
         };
         c.reset();
         c
@@ -247,7 +251,7 @@ impl Conversation {
             history: total - fixed,
             free: capacity.saturating_sub(total),
             reserve,
-            fits: total + reserve <= capacity,
+            fits: total + reserve <= capacity && total - fixed <= self.max_history_tokens,
         })
     }
 
@@ -272,7 +276,11 @@ impl Conversation {
         max_tokens: usize,
     ) -> Result<Option<Trim>> {
         let before = self.prompt_tokens(template, tokenizer)?;
-        let target = capacity.saturating_sub(Self::reserve(capacity, max_tokens));
+        let mut target = capacity.saturating_sub(Self::reserve(capacity, max_tokens));
+        if self.max_history_tokens < target {
+            let fixed = self.fixed_tokens(template, tokenizer)?;
+            target = target.min(fixed.saturating_add(self.max_history_tokens));
+        }
         if before <= target {
             return Ok(None);
         }
@@ -593,6 +601,19 @@ mod tests {
             .take_while(|(a, b)| a == b)
             .count();
         assert!(common >= fixed, "{common} < {fixed}");
+    }
+
+    #[test]
+    fn a_history_limit_cuts_earlier() {
+        let (template, tokenizer) = bundled();
+        let mut c = long_conversation(4, "sunny, 18 C");
+        assert_eq!(c.fit(&template, &tokenizer, 1024, 64).unwrap(), None);
+        c.max_history_tokens = 120;
+        assert!(!c.usage(&template, &tokenizer, 1024, 64).unwrap().fits);
+        let trim = c.fit(&template, &tokenizer, 1024, 64).unwrap().unwrap();
+        assert!(trim.messages >= 4 && trim.messages % 4 == 0, "{trim:?}");
+        let u = c.usage(&template, &tokenizer, 1024, 64).unwrap();
+        assert!(u.fits && u.history <= 120, "{u:?}");
     }
 
     #[test]

@@ -24,6 +24,7 @@ struct AgentOptions {
     tool_call_format: Option<bundle::ToolCallFormat>,
     max_result_chars: Option<usize>,
     max_result_tokens: Option<usize>,
+    max_history_tokens: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -59,7 +60,8 @@ pub struct Agent {
 
 #[wasm_bindgen]
 impl Agent {
-    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens }`;
+    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens,
+    /// maxHistoryTokens }`;
     /// the limits on a tool result (characters, tokens) are the agent loop's policy, none when absent.
     #[wasm_bindgen(constructor)]
     pub fn new(model: &Model, options: JsValue) -> std::result::Result<Agent, JsValue> {
@@ -68,7 +70,7 @@ impl Agent {
         } else {
             from_js(options, "agent options").map_err(to_js)?
         };
-        let conversation = model
+        let mut conversation = model
             .inner
             .conversation(
                 options.system,
@@ -76,6 +78,7 @@ impl Agent {
                 options.max_result_chars.unwrap_or(usize::MAX),
             )
             .map_err(to_js)?;
+        conversation.max_history_tokens = options.max_history_tokens.unwrap_or(usize::MAX);
         let capacity = model
             .inner
             .decoder
