@@ -154,7 +154,8 @@ describe("context budget", () => {
         if (mode === "drop current") return messages.slice(0, 1);
         if (mode === "throw") throw new Error("no summary today");
         const current = messages.findLastIndex((m) => m.role === "user");
-        const summary = { role: "assistant", content: `Earlier I answered ${(current - 1) / 4} questions.` };
+        const earlier = messages.slice(0, current).filter((m) => m.role === "user").length;
+        const summary = { role: "assistant", content: `Earlier I answered ${earlier} questions.` };
         return [messages[0], summary, ...messages.slice(current)];
       };
       const agent = await window.newAgent({ contextPolicy: policy, maxHistoryTokens: undefined });
