@@ -203,7 +203,8 @@ export class Agent {
    * reserve, fits }` for the next message (a promise in worker mode).
    */
   contextUsage() {
-    return this.#live().contextUsage(this.#options.maxTokens ?? DEFAULT_MAX_TOKENS);
+    const core = this.#live();
+    return wrap(() => core.contextUsage(this.#options.maxTokens ?? DEFAULT_MAX_TOKENS));
   }
 
   /**
@@ -252,8 +253,8 @@ export class Agent {
     if (this.#running) throw new WispError("BUSY", "this agent is already running; await the current run first");
     this.#live();
     this.#running = true;
-    // What undoes this run if it fails: its first message count, and the history before it in case a
-    // step trims it.
+    // What undoes this run if it fails: the history before it when a step may trim it (a policy may
+    // change it and then fail), else its first message count.
     let undo;
     let finished = false;
     try {
@@ -265,8 +266,8 @@ export class Agent {
       checkApprove(options.approve);
       checkInput(options.responseFormat ?? this.#options.responseFormat, "responseFormat", "RESPONSE_FORMAT");
       const mark = await this.#live().messageCount;
-      undo = { mark, history: this.#options.contextPolicy === "error" ? null : await this.#live().messages, trimmed: false };
-      yield* this.#loop(input, options, undo, (result) => {
+      undo = { mark, history: this.#options.contextPolicy === "error" ? null : await this.#live().messages };
+      yield* this.#loop(input, options, (result) => {
         finished = true;
         done(result);
       });
@@ -281,7 +282,7 @@ export class Agent {
     }
   }
 
-  async *#loop(input, options, undo, done) {
+  async *#loop(input, options, done) {
     const { signal } = options;
     const maxSteps = options.maxSteps ?? this.#options.maxSteps ?? 6;
     if (!Number.isInteger(maxSteps) || maxSteps < 1) {
@@ -308,10 +309,7 @@ export class Agent {
       yield { type: "step_start", step };
       // Before the model's queue is taken: a page's policy may use the model (to summarize).
       const trimmed = await fitContext(this.#live(), this.#options.contextPolicy, request.maxTokens);
-      if (trimmed) {
-        undo.trimmed = true;
-        yield { type: "context_trimmed", step, ...trimmed };
-      }
+      if (trimmed) yield { type: "context_trimmed", step, ...trimmed };
       const calls = [];
       let refused = 0;
       let text = "";
@@ -519,12 +517,11 @@ async function keptByPage(policy, messages, info) {
   return kept;
 }
 
-// Undoes a run that failed: back to its first message count, or, when the run trimmed the history, to
-// the history as it was before the run.
-async function undoRun(core, { mark, history, trimmed }) {
-  if (!trimmed) return core.truncate(mark);
-  const system = history[0]?.role === "system" ? 1 : 0;
-  return core.setHistory(history.slice(system, mark));
+// Undoes a run that failed: the history as it was before the run, or (policy "error": nothing was cut)
+// back to its first message count.
+async function undoRun(core, { mark, history }) {
+  if (!history) return core.truncate(mark);
+  return core.setHistory(history.slice(history[0]?.role === "system" ? 1 : 0));
 }
 
 // What a tool threw, as text for the model: its message, or the value itself (tools may throw anything,

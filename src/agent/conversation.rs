@@ -343,9 +343,8 @@ impl Conversation {
                 let least = best.map_or(before, |(_, now)| now);
                 self.messages = original;
                 Err(WispError::ContextOverflow(format!(
-                    "the prompt has {least} tokens with the system message, the tools and only the current message; \
-                     the context holds {capacity} including the answer"
-                )))
+                    "the prompt has {least} tokens; the context holds {capacity} including the answer \
+                     (only the current message is left besides the system message and the tools)")))
             }
         }
     }

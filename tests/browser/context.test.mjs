@@ -180,6 +180,15 @@ describe("context budget", () => {
           out.errors[m] = [e.code, JSON.stringify(agent.messages) === before];
         }
       }
+      // The callback cuts the history, but the message is too long anyway: the run is undone, cut included.
+      mode = "summary";
+      const before = JSON.stringify(agent.messages);
+      try {
+        await agent.run("tell me about the weather in every city you know ".repeat(200));
+        out.errors.huge = "resolved";
+      } catch (e) {
+        out.errors.huge = [e.code, JSON.stringify(agent.messages) === before];
+      }
       out.seen = seen;
       agent.close();
       return out;
@@ -197,6 +206,7 @@ describe("context budget", () => {
     assert.match(r.after[1].content, /^Earlier I answered \d+ questions\.$/);
     QUESTIONS.forEach(([, name], i) => assert.equal(r.calls[i], name));
     for (const m of ["not an array", "drop current", "throw"]) assert.deepEqual(r.errors[m], ["CONTEXT_POLICY", true], m);
+    assert.deepEqual(r.errors.huge, ["CONTEXT_OVERFLOW", true], "a cut followed by an overflow is undone");
   });
 
   test("a message that cannot fit with the tools is CONTEXT_OVERFLOW before anything runs; the history stays", async () => {
