@@ -490,7 +490,6 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Get the weather for a city.".into(),
                 parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-                timeout_ms: None,
             })
             .unwrap();
         for i in 0..n {
