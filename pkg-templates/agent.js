@@ -9,6 +9,7 @@
 import { WispError, crashedError, toWispError } from "./errors.js";
 import { DEFAULT_MAX_TOKENS, checkCount, checkInput, generationRequest } from "./requests.js";
 import { stepTurn } from "./complete.js";
+import { streamWithResult } from "./streams.js";
 import { queueOf } from "./queue.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -223,28 +224,8 @@ export class Agent {
 
   /** The same run as an async iterator of events; `.result` resolves like `run`. */
   stream(input, options = {}) {
-    let settle;
-    const result = new Promise((resolve, reject) => (settle = { resolve, reject }));
-    result.catch(() => {});
-    const self = this;
-    async function* events() {
-      let value;
-      let failed = false;
-      try {
-        for await (const event of self.#events(input, options, (r) => (value = r))) yield event;
-      } catch (e) {
-        failed = true;
-        settle.reject(e);
-        throw e;
-      } finally {
-        // Left early: the result is there once the final event was seen; before that the run was undone.
-        if (!failed) {
-          if (value) settle.resolve(value);
-          else settle.reject(new DOMException("the run was left before it finished and was undone", "AbortError"));
-        }
-      }
-    }
-    return { [Symbol.asyncIterator]: events, result };
+    // Left early: the result is there once the final event was seen; before that the run was undone.
+    return streamWithResult((done) => this.#events(input, options, done), "the run was left before it finished and was undone");
   }
 
   // One run at a time: a second `run` while one is in progress rejects with BUSY (it does not queue: a

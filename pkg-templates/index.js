@@ -6,6 +6,7 @@ import { checkInput, generationRequest } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
 import { threading } from "./threading.js";
+import { streamWithResult } from "./streams.js";
 
 export { WispError, ERROR_CODES } from "./errors.js";
 export { clearModelCache };
@@ -487,12 +488,7 @@ export class Model {
    * ends the generation with finishReason "cancelled".
    */
   stream(input, options = {}) {
-    let settle;
-    const result = new Promise((resolve, reject) => (settle = { resolve, reject }));
-    // Callers that only iterate must not see an unhandled rejection; they get the error from the loop.
-    result.catch(() => {});
-    const steps = this.#steps(input, options, settle);
-    return { [Symbol.asyncIterator]: () => steps, result };
+    return streamWithResult((done, fail) => this.#steps(input, options, done, fail));
   }
 
   #promptIds(input) {
@@ -502,12 +498,9 @@ export class Model {
     throw new WispError("INVALID_REQUEST", "generate() takes a prompt string, token ids, or { messages, tools }");
   }
 
-  async *#steps(input, options, settle) {
+  // Calls `done(result)` at the end, `fail(error)` on an error; left early, the result is "cancelled".
+  async *#steps(input, options, done, fail) {
     let settled = false;
-    const done = (value) => {
-      settled = true;
-      settle.resolve(value);
-    };
     const tokens = [];
     let text = "";
     const started = performance.now();
@@ -535,13 +528,14 @@ export class Model {
         text += step.text;
         if (step.text) yield { text: step.text, token: step.token };
         if (step.finish) {
+          settled = true;
           done(this.#result(generation, text, tokens, step.finish, started, firstAt));
           return;
         }
       }
     } catch (e) {
       settled = true;
-      settle.reject(e);
+      fail(e);
       throw e;
     } finally {
       if (!settled) done(this.#result(generation, text, tokens, "cancelled", started, firstAt));

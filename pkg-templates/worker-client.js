@@ -5,6 +5,7 @@ import { WispError } from "./errors.js";
 import { checkInput } from "./requests.js";
 import { queueOf } from "./queue.js";
 import { threading } from "./threading.js";
+import { streamWithResult } from "./streams.js";
 
 function toError(error) {
   if (error.name === "AbortError") return new DOMException(error.message, "AbortError");
@@ -171,43 +172,37 @@ export class WorkerModel {
 
   /** As `Model.stream`: an async iterator of deltas, with `.result`. */
   stream(input, options = {}) {
-    const queue = [];
-    let wake = null;
-    let finished = false;
-    let failure = null;
-    const result = this.generate(input, {
-      ...options,
-      onText: (_, delta) => {
-        queue.push(delta);
-        wake?.();
-      },
-    }).then(
-      (value) => {
-        finished = true;
-        wake?.();
-        return value;
-      },
-      (e) => {
-        finished = true;
-        failure = e;
-        wake?.();
-        throw e;
-      },
-    );
-    result.catch(() => {});
-    async function* deltas() {
-      for (;;) {
-        if (queue.length) {
-          yield queue.shift();
-          continue;
+    const self = this;
+    return streamWithResult(async function* (done) {
+      const queue = [];
+      let wake = null;
+      let finished = false;
+      const running = self.generate(input, {
+        ...options,
+        onText: (_, delta) => {
+          queue.push(delta);
+          wake?.();
+        },
+      });
+      running.then(
+        () => ((finished = true), wake?.()),
+        () => ((finished = true), wake?.()),
+      );
+      try {
+        for (;;) {
+          if (queue.length) yield queue.shift();
+          else if (finished) break;
+          else {
+            await new Promise((resolve) => (wake = resolve));
+            wake = null;
+          }
         }
-        if (failure) throw failure;
-        if (finished) return;
-        await new Promise((resolve) => (wake = resolve));
-        wake = null;
+      } finally {
+        // Left early or not, the generation in the worker runs to its end: `.result` follows it.
+        done(running);
       }
-    }
-    return { [Symbol.asyncIterator]: deltas, result };
+      await running;
+    });
   }
 
   /** The core of an agent on this model, for `createAgent`: its conversation lives in the worker. */
