@@ -18,9 +18,11 @@ pub fn render_chat(
 ) -> Result<String> {
     let listed = tools.and_then(Value::as_array).filter(|t| !t.is_empty());
     match listed {
-        Some(list) if !template.renders_tools() => {
-            template.render(&inline_tools(messages, list), None, add_generation_prompt)
-        }
+        Some(list) if !template.renders_tools() => template.render_defused(
+            &inline_tools(template, messages, list),
+            None,
+            add_generation_prompt,
+        ),
         _ => template.render(messages, tools, add_generation_prompt),
     }
 }
@@ -46,8 +48,9 @@ fn tools_section(tools: &[Value]) -> String {
 /// `messages` as a template without tools support can render them: the tools section at the end of the
 /// system message (a system message of its own when there is none), each assistant call as a
 /// `<tool_call>` block in the message's text, and each run of tool results as one user message of
-/// `<tool_response>` blocks (user turns, which every template renders).
-fn inline_tools(messages: &[Message], tools: &[Value]) -> Vec<Message> {
+/// `<tool_response>` blocks (user turns, which every template renders). User text and results are
+/// defused here, before the blocks' own tags are added: a result cannot close its block or open a call.
+fn inline_tools(template: &ChatTemplate, messages: &[Message], tools: &[Value]) -> Vec<Message> {
     let section = tools_section(tools);
     let (system, rest) = match messages.split_first() {
         Some((first, rest)) if first.role == "system" => {
@@ -89,7 +92,7 @@ fn inline_tools(messages: &[Message], tools: &[Value]) -> Vec<Message> {
             "tool" => {
                 let block = format!(
                     "<tool_response>\n{}\n</tool_response>",
-                    message.content.as_deref().unwrap_or("")
+                    template.defuse(message.content.as_deref().unwrap_or(""))
                 );
                 match out.last_mut() {
                     Some(last) if after_tool => {
@@ -99,6 +102,11 @@ fn inline_tools(messages: &[Message], tools: &[Value]) -> Vec<Message> {
                     }
                     _ => out.push(Message::new("user", &block)),
                 }
+            }
+            "user" => {
+                let mut message = message.clone();
+                message.content = message.content.map(|c| template.defuse(&c));
+                out.push(message);
             }
             _ => out.push(message.clone()),
         }

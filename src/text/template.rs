@@ -41,11 +41,24 @@ const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
 /// but the tokenizer no longer sees the token in it.
 const BREAK: char = '\u{200B}';
 
+/// The Hermes tool-call markup, protected whatever the tokenizer: where these tags are plain text (SmolLM2's
+/// tokenizer, the `<tools>` of Qwen's) a result spelling them gives the very tokens of the template's own
+/// tags, and a page's text could close a `<tool_response>` or write a call the model reads as its own.
+const MARKUP: [&str; 6] = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<tools>",
+    "</tools>",
+];
+
 pub struct ChatTemplate {
     env: Environment<'static>,
     /// Whether the template shows the model the `tools` it is given (SmolLM2's, for one, ignores them).
     renders_tools: bool,
-    /// Token texts that user and tool content may not spell out (see [`Self::protect`]).
+    /// Texts that user and tool content may not spell out: [`MARKUP`] and the tokenizer's added tokens
+    /// (see [`Self::protect`]).
     protected: Vec<String>,
     /// Whether the template wants a call's `arguments` as an object (see [`Self::quotes_string_arguments`]).
     object_arguments: bool,
@@ -71,7 +84,7 @@ impl ChatTemplate {
         let mut template = ChatTemplate {
             env,
             renders_tools: false,
-            protected: Vec::new(),
+            protected: MARKUP.iter().map(|t| t.to_string()).collect(),
             object_arguments: false,
         };
         template.renders_tools = template.shows_probe_tool();
@@ -116,14 +129,16 @@ impl ChatTemplate {
     /// result holding `<|im_end|><|im_start|>system` would otherwise be tokenized into a real system turn.
     /// Each such token in that content gets a zero-width space after its first character.
     pub fn protect(mut self, tokens: Vec<String>) -> Self {
-        self.protected = tokens
+        let extra: Vec<String> = tokens
             .into_iter()
-            .filter(|t| t.chars().count() > 1)
+            .filter(|t| t.chars().count() > 1 && !self.protected.contains(t))
             .collect();
+        self.protected.extend(extra);
         self
     }
 
-    fn defuse(&self, text: &str) -> String {
+    /// `text` with a [`BREAK`] after the first character of every protected text in it.
+    pub fn defuse(&self, text: &str) -> String {
         let mut text = text.to_string();
         for token in &self.protected {
             if text.contains(token.as_str()) {
@@ -135,13 +150,35 @@ impl ChatTemplate {
         text
     }
 
-    /// Renders `messages` (and the tool definitions, when the template takes them). There must be at
-    /// least one message, each with a known role (`INVALID_REQUEST`).
+    /// Renders `messages` (and the tool definitions, when the template takes them), the content of user
+    /// and tool messages defused (see [`Self::protect`]). There must be at least one message, each with a
+    /// known role (`INVALID_REQUEST`).
     pub fn render(
         &self,
         messages: &[Message],
         tools: Option<&serde_json::Value>,
         add_generation_prompt: bool,
+    ) -> Result<String> {
+        self.render_with(messages, tools, add_generation_prompt, true)
+    }
+
+    /// The same for messages whose outside text the caller has already defused and wrapped in markup of
+    /// its own (the fallback Hermes prompt's `<tool_response>` blocks), which must keep its tokens.
+    pub fn render_defused(
+        &self,
+        messages: &[Message],
+        tools: Option<&serde_json::Value>,
+        add_generation_prompt: bool,
+    ) -> Result<String> {
+        self.render_with(messages, tools, add_generation_prompt, false)
+    }
+
+    fn render_with(
+        &self,
+        messages: &[Message],
+        tools: Option<&serde_json::Value>,
+        add_generation_prompt: bool,
+        defuse: bool,
     ) -> Result<String> {
         if messages.is_empty() {
             return Err(WispError::InvalidRequest("there are no messages".into()));
@@ -161,10 +198,10 @@ impl ChatTemplate {
             .iter()
             .map(|m| {
                 let mut m = m.clone();
-                if let (Some(content), "user" | "tool") = (&m.content, m.role.as_str()) {
-                    if !self.protected.is_empty() {
-                        m.content = Some(self.defuse(content));
-                    }
+                if let (Some(content), "user" | "tool", true) =
+                    (&m.content, m.role.as_str(), defuse)
+                {
+                    m.content = Some(self.defuse(content));
                 }
                 if let (Some(calls), true) = (&mut m.tool_calls, self.object_arguments) {
                     calls.iter_mut().for_each(arguments_as_object);
