@@ -58,7 +58,6 @@ const crashListeners = [];
 /** How many times a wasm instance of this realm has trapped. */
 export const crashCount = () => crashes;
 
-/** Runs `listener` after each trap (index.js forgets its instances there). */
 // wasm-bindgen's glue keeps its instance in module state, so a fresh instance after a crash needs a module
 // record of its own: the package's file `path` under another URL. (Bundlers see only the static imports of
 // the glue; a bundled page whose module crashed gets WASM_LOAD from the next load and recovers on a reload.)
@@ -68,6 +67,7 @@ export function freshImport(path) {
   return import(/* @vite-ignore */ url.href);
 }
 
+/** Runs `listener` after each trap (index.js forgets its instances there). */
 export function onCrash(listener) {
   crashListeners.push(listener);
 }

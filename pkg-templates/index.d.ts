@@ -541,20 +541,20 @@ export interface ChatCompletionChunk {
 }
 
 /**
- * OpenAI's `chat.completions` over a loaded model: `create({ messages, tools, tool_choice, stream,
+ * OpenAI's `chat.completions` over a loaded model (page or worker mode): `create({ messages, tools, tool_choice, stream,
  * temperature, top_p, max_tokens, seed, stop, response_format })` returns a `chat.completion` object, or with `stream: true`
  * an async iterable of `chat.completion.chunk` objects (tool calls as `delta.tool_calls`).
  */
 export function createChatCompletions(
-  model: Model,
+  model: Model | WorkerModel,
   options?: { name?: string },
 ): {
-  create(params: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
-  create(params: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+  create(params: ChatCompletionRequest & { stream: true }, options?: { signal?: AbortSignal }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(params: ChatCompletionRequest & { stream?: false }, options?: { signal?: AbortSignal }): Promise<ChatCompletion>;
 };
 
 /**
  * A `fetch` for the official `openai` SDK that answers `POST …/chat/completions` with the on-device model:
  * `new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true })`.
  */
-export function openaiFetch(model: Model, options?: { name?: string }): typeof fetch;
+export function openaiFetch(model: Model | WorkerModel, options?: { name?: string }): typeof fetch;

@@ -4,10 +4,9 @@
 //   new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true })
 // talks to the on-device model. The conversation is replayed into the model's chat template for each
 // request; the model's KV cache keeps the common prefix, so a follow-up only runs the new tokens.
-import { WispError, toWispError } from "./errors.js";
+import { WispError } from "./errors.js";
 import { checkInput } from "./requests.js";
-import { breathe } from "./event-loop.js";
-import { queueOf } from "./queue.js";
+import { complete } from "./complete.js";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
@@ -92,7 +91,8 @@ function parseRequest(params) {
     return { role: "user", content: text };
   });
   const sampling = { temperature: temperature ?? 1 };
-  for (const key of ["top_p", "presence_penalty", "frequency_penalty", "seed"]) {
+  // top_k is not OpenAI's, but other local servers take it.
+  for (const key of ["top_p", "top_k", "presence_penalty", "frequency_penalty", "seed"]) {
     if (params[key] !== undefined && params[key] !== null) sampling[key] = params[key];
   }
   const stops = stop === undefined || stop === null ? [] : Array.isArray(stop) ? stop : [stop];
@@ -107,74 +107,19 @@ function parseRequest(params) {
   };
 }
 
-async function call(fn) {
-  try {
-    return await fn();
-  } catch (e) {
-    throw toWispError(e);
-  }
-}
-
-const FINISH = { stop: "stop", eos_token: "stop", length: "length" };
-
-/**
- * Runs one request: yields `{ text }` deltas and `{ call }` tool calls, then returns
- * `{ finish, calls, usage }`.
- */
-async function* complete(model, parsed) {
-  const release = await queueOf(model).acquire();
-  let coreAgent;
-  try {
-    coreAgent = await call(() => model.coreAgent({ system: parsed.system, toolCallFormat: model.manifest?.tool_call_format }));
-    // "none": the model is not shown the tools at all.
-    if (parsed.toolChoice !== "none") for (const spec of parsed.specs) await call(() => coreAgent.addTool(spec));
-    const names = new Map();
-    for (const m of parsed.replay) {
-      if (m.role === "user") await call(() => coreAgent.pushUser(m.content));
-      else if (m.role === "assistant") {
-        for (const c of m.calls) names.set(c.id, c.name);
-        await call(() => coreAgent.pushAssistant(m.content, m.calls));
-      } else await call(() => coreAgent.pushToolResult(m.id, names.get(m.id) ?? "", m.content));
-    }
-    const turn = await call(() => coreAgent.startTurn(parsed.request, parsed.toolChoice));
-    try {
-      const calls = [];
-      let finish;
-      do {
-        await breathe();
-        const s = await call(() => turn.step());
-        for (const e of s.events) {
-          if (e.type === "text") yield { text: e.text };
-          else if (e.type === "tool_call") {
-            const c = { id: e.id, name: e.name, arguments: e.arguments };
-            calls.push(c);
-            yield { call: c, index: calls.length - 1 };
-          }
-        }
-        finish = s.finish;
-      } while (!finish);
-      const u = turn.usage;
-      const usage = { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.promptTokens + u.completionTokens };
-      return { finish: calls.length ? "tool_calls" : (FINISH[finish] ?? "stop"), calls, usage };
-    } finally {
-      if (model.alive) turn.free();
-    }
-  } finally {
-    if (model.alive) coreAgent?.free();
-    release();
-  }
-}
-
 function toolCallsOf(calls) {
   return calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
 }
 
-/** OpenAI's `client.chat.completions` over `model` (a loaded `Model`). */
+/**
+ * OpenAI's `client.chat.completions` over `model` (a loaded `Model` or `WorkerModel`). `create(params,
+ * { signal })` takes the SDK's request options: an abort ends the request between tokens (or in the queue).
+ */
 export function createChatCompletions(model, { name = "wisp" } = {}) {
   // Requests take turns in the model's queue (complete()), with every other call on the model.
   return {
-    async create(params) {
-      const parsed = parseRequest(params);
+    async create(params, { signal } = {}) {
+      const parsed = { ...parseRequest(params), signal };
       const id = `chatcmpl-${crypto.randomUUID()}`;
       const created = Math.floor(Date.now() / 1000);
       if (!parsed.stream) {
@@ -269,7 +214,7 @@ export function openaiFetch(model, options) {
     }
     let result;
     try {
-      result = await completions.create(await request.json());
+      result = await completions.create(await request.json(), { signal: request.signal });
     } catch (e) {
       return error(CLIENT_ERRORS.has(e?.code) || e instanceof SyntaxError ? 400 : 500, e);
     }

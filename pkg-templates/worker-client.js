@@ -251,6 +251,10 @@ class RemoteAgent {
     return this.#call("pushToolResult", id, name, result, omitted);
   }
 
+  pushAssistant(text, calls) {
+    return this.#call("pushAssistant", text, calls);
+  }
+
   reset() {
     return this.#call("reset");
   }

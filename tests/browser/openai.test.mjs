@@ -218,4 +218,47 @@ describe("OpenAI SDK against the on-device model", () => {
     assert.equal(r.badGenerate.code, "RESPONSE_FORMAT");
     assert.equal(typeof r.after, "string");
   });
+  test("worker mode: a tool call round trip, and the SDK's abort ends a request", async () => {
+    const r = await browser.page.evaluate(async () => {
+      const { WorkerModel, openaiFetch, createChatCompletions } = await import("/pkg/index.js");
+      const { default: OpenAI } = await import("/node_modules/openai/index.mjs");
+      const model = await WorkerModel.load({ bundle: "/models/wisp-mini/manifest.json" }, { backend: "cpu", cache: false });
+      const client = new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true, maxRetries: 0 });
+      const tools = [{ type: "function", function: { name: "get_weather", description: "Get the current weather for a city.", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+      const messages = [{ role: "user", content: "What's the weather like in Tokyo right now?" }];
+      const out = {};
+      try {
+        const first = await client.chat.completions.create({ model: "wisp-mini", messages, tools, temperature: 0 });
+        out.call = first.choices[0].message.tool_calls?.[0];
+        // The replay of an assistant turn with its call crosses to the worker too.
+        const second = await client.chat.completions.create({
+          model: "wisp-mini",
+          messages: [...messages, first.choices[0].message, { role: "tool", tool_call_id: out.call.id, content: JSON.stringify({ city: "Tokyo", temperature_c: 22, condition: "cloudy" }) }],
+          tools,
+          temperature: 0,
+        });
+        out.answer = second.choices[0].message.content;
+        const controller = new AbortController();
+        const stream = await createChatCompletions(model).create({ messages: [{ role: "user", content: "Tell me a long story about the sea." }], stream: true, max_tokens: 400 }, { signal: controller.signal });
+        out.chunks = 0;
+        try {
+          for await (const c of stream) {
+            out.chunks++;
+            if (c.choices[0].delta.content) controller.abort(new DOMException("stopped", "AbortError"));
+          }
+          out.aborted = "ended";
+        } catch (e) {
+          out.aborted = e.name;
+        }
+      } finally {
+        model.close();
+      }
+      return out;
+    });
+    assert.equal(r.call.function.name, "get_weather");
+    assert.deepEqual(JSON.parse(r.call.function.arguments), { city: "Tokyo" });
+    assert.ok(r.answer.includes("22"), r.answer);
+    assert.equal(r.aborted, "AbortError");
+    assert.ok(r.chunks < 10, `${r.chunks} chunks`);
+  });
 });

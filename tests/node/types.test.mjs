@@ -9,8 +9,10 @@ import { promisify } from "node:util";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-test("tsc --strict accepts the typed examples", async () => {
-  const tsc = fileURLToPath(new URL("node_modules/.bin/tsc", `file://${ROOT}`));
-  const run = await promisify(execFile)(tsc, ["-p", "tests/types"], { cwd: ROOT }).catch((e) => e);
-  assert.equal(run.code ?? 0, 0, `${run.stdout}${run.stderr}`);
-});
+for (const project of ["tests/types", "tests/types/tsconfig.ai-sdk.json"]) {
+  test(`tsc --strict accepts the typed examples (${project})`, async () => {
+    const tsc = fileURLToPath(new URL("node_modules/.bin/tsc", `file://${ROOT}`));
+    const run = await promisify(execFile)(tsc, ["-p", project], { cwd: ROOT }).catch((e) => e);
+    assert.equal(run.code ?? 0, 0, `${run.stdout}${run.stderr}`);
+  });
+}
