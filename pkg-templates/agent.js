@@ -193,9 +193,18 @@ export class Agent {
     return this.#live().reset();
   }
 
-  /** The conversation so far, OpenAI-shaped. */
+  /** The conversation so far, OpenAI-shaped: what the model sees (after any trim of the history). */
   get messages() {
     return this.#live().messages;
+  }
+
+  /**
+   * Where the context goes, in tokens of the model's tokenizer: `{ capacity, systemAndTools, history, free,
+   * reserve, fits }` for the next message (a promise in worker mode).
+   */
+  contextUsage() {
+    const core = this.#live();
+    return wrap(() => core.contextUsage(this.#options.maxTokens ?? DEFAULT_MAX_TOKENS));
   }
 
   /**
@@ -244,7 +253,9 @@ export class Agent {
     if (this.#running) throw new WispError("BUSY", "this agent is already running; await the current run first");
     this.#live();
     this.#running = true;
-    let mark;
+    // What undoes this run if it fails: the history before it when a step may trim it (a policy may
+    // change it and then fail), else its first message count.
+    let undo;
     let finished = false;
     try {
       const pending = this.#pending.splice(0);
@@ -254,16 +265,17 @@ export class Agent {
       checkInput(options.stop, "stop");
       checkApprove(options.approve);
       checkInput(options.responseFormat ?? this.#options.responseFormat, "responseFormat", "RESPONSE_FORMAT");
-      mark = await this.#live().messageCount;
+      const mark = await this.#live().messageCount;
+      undo = { mark, history: this.#options.contextPolicy === "error" ? null : await this.#live().messages };
       yield* this.#loop(input, options, (result) => {
         finished = true;
         done(result);
       });
     } finally {
-      if (!finished && mark !== undefined) {
+      if (!finished && undo !== undefined) {
         // Undo the run's messages; when the core is gone (closed, worker dead) there is nothing to undo.
         await Promise.resolve()
-          .then(() => this.#live().truncate(mark))
+          .then(() => undoRun(this.#live(), undo))
           .catch(() => {});
       }
       this.#running = false;
@@ -279,7 +291,7 @@ export class Agent {
     const request = {
       // The agent's defaults (createAgent's options), then this run's.
       sampling: samplingParams({ temperature: this.#options.temperature, ...options }),
-      maxTokens: options.maxTokens ?? this.#options.maxTokens ?? 256,
+      maxTokens: options.maxTokens ?? this.#options.maxTokens ?? DEFAULT_MAX_TOKENS,
       stop: options.stop ?? [],
       draftTokens: options.draftTokens ?? this.#options.draftTokens,
       responseFormat: options.responseFormat ?? this.#options.responseFormat,
@@ -295,6 +307,9 @@ export class Agent {
     const started = performance.now();
     for (let step = 1; step <= maxSteps; step++) {
       yield { type: "step_start", step };
+      // Before the model's queue is taken: a page's policy may use the model (to summarize).
+      const trimmed = await fitContext(this.#live(), this.#options.contextPolicy, request.maxTokens);
+      if (trimmed) yield { type: "context_trimmed", step, ...trimmed };
       const calls = [];
       let refused = 0;
       let text = "";
@@ -303,6 +318,7 @@ export class Agent {
       // The tools as the turn's grammar and argument checks see them: a call is run only by the same tool.
       const tools = new Map(this.#tools);
       let turn;
+      let stepUsage;
       try {
         turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
         do {
@@ -326,6 +342,7 @@ export class Agent {
           finish = s.finish;
         } while (!finish);
         const u = turn.usage;
+        stepUsage = { promptTokens: u.promptTokens, cachedTokens: u.cachedTokens, completionTokens: u.completionTokens, forcedTokens: u.forcedTokens };
         usage.promptTokens += u.promptTokens;
         usage.cachedTokens += u.cachedTokens;
         usage.completionTokens += u.completionTokens;
@@ -334,7 +351,7 @@ export class Agent {
         if (this.#alive()) turn?.free();
         release();
       }
-      yield { type: "step_end", step, finishReason: finish };
+      yield { type: "step_end", step, finishReason: finish, usage: stepUsage };
       // A message whose calls were all refused goes on too: the model reads why (its tool messages) and
       // may try again, within maxSteps.
       if (calls.length === 0 && refused === 0) {
@@ -428,6 +445,85 @@ export class Agent {
   }
 }
 
+// --- The context budget: what the model sees when the history outgrows its context. The agent and the
+// OpenAI surface (openai.js) both call fitContext before each message.
+
+const DEFAULT_MAX_TOKENS = 256;
+
+/** Checks a `contextPolicy` option: `"trim"` (the default), `"error"`, or a function. */
+export function checkContextPolicy(policy) {
+  if (policy === undefined || policy === "trim" || policy === "error" || typeof policy === "function") return;
+  throw new WispError("INVALID_REQUEST", `contextPolicy is ${JSON.stringify(policy)}; it must be "trim", "error" or a function (messages, info) => messages`);
+}
+
+function policyError(message) {
+  return new WispError("CONTEXT_POLICY", `the contextPolicy callback ${message}`);
+}
+
+const sameMessage = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Makes the prompt of the next message leave room for an answer of `maxTokens` (the core decides what
+ * fits, with the model's tokenizer and template): `"trim"` lets the core shorten old tool results or drop
+ * the oldest whole exchanges; a function gets the messages and `contextUsage` and returns those to keep
+ * (the system message first and the current exchange last, unchanged), and the core trims what still does
+ * not fit; `"error"` leaves the history alone, so the step fails with CONTEXT_OVERFLOW. Resolves to what
+ * went (`{ messages, shortened, tokens, policy }`), or null when nothing did.
+ */
+export async function fitContext(core, policy = "trim", maxTokens) {
+  if (policy === "error") return null;
+  if (policy === "trim") {
+    const trim = await wrapAsync(() => core.fitContext(maxTokens));
+    return trim && { ...trim, policy };
+  }
+  const info = await wrapAsync(() => core.contextUsage(maxTokens));
+  if (info.fits) return null;
+  const messages = await core.messages;
+  const kept = await keptByPage(policy, messages, info);
+  const system = messages[0]?.role === "system" ? 1 : 0;
+  try {
+    await core.setHistory(kept.slice(system));
+  } catch (e) {
+    throw policyError(`returned messages the conversation cannot hold: ${toWispError(e).message}`);
+  }
+  const more = await wrapAsync(() => core.fitContext(maxTokens));
+  const after = await wrapAsync(() => core.contextUsage(maxTokens));
+  return {
+    messages: messages.length - kept.length + (more?.messages ?? 0),
+    shortened: more?.shortened ?? 0,
+    tokens: info.systemAndTools + info.history - (after.systemAndTools + after.history),
+    policy: "callback",
+  };
+}
+
+// The page's choice, checked: an array that starts with the system message (when there is one) and ends
+// with the current exchange (the last user message and what follows it), both as they were.
+async function keptByPage(policy, messages, info) {
+  let kept;
+  try {
+    kept = await policy(structuredClone(messages), { ...info });
+  } catch (e) {
+    throw policyError(`threw: ${describe(e)}`);
+  }
+  if (!Array.isArray(kept)) throw policyError("must return an array of messages");
+  if (messages[0]?.role === "system" && !sameMessage(kept[0], messages[0])) throw policyError("must keep the system message first");
+  let current = messages.length - 1;
+  while (current > 0 && messages[current].role !== "user") current--;
+  const tail = messages.slice(current);
+  const keptTail = kept.slice(kept.length - tail.length);
+  if (kept.length < tail.length || !tail.every((m, i) => sameMessage(m, keptTail[i]))) {
+    throw policyError("must keep the current exchange (the last user message and what follows it) at the end, unchanged");
+  }
+  return kept;
+}
+
+// Undoes a run that failed: the history as it was before the run, or (policy "error": nothing was cut)
+// back to its first message count.
+async function undoRun(core, { mark, history }) {
+  if (!history) return core.truncate(mark);
+  return core.setHistory(history.slice(history[0]?.role === "system" ? 1 : 0));
+}
+
 // What a tool threw, as text for the model: its message, or the value itself (tools may throw anything,
 // even an object whose message getter throws).
 function describe(e) {
@@ -496,21 +592,23 @@ function checkApprove(approve) {
 const RESULT_SHARE_OF_CONTEXT = 4;
 
 function splitOptions(model, options) {
-  const { system, toolCallFormat, maxResultChars, ...rest } = options;
+  const { system, toolCallFormat, maxResultChars, maxHistoryTokens, ...rest } = options;
   checkApprove(rest.approve);
   checkCount(maxResultChars, "maxResultChars");
   checkCount(rest.maxResultTokens, "maxResultTokens");
+  checkCount(maxHistoryTokens, "maxHistoryTokens");
   checkCount(rest.maxSteps, "maxSteps");
   checkCount(rest.maxTokens, "maxTokens");
+  checkContextPolicy(rest.contextPolicy);
   const maxResultTokens = rest.maxResultTokens ?? Math.max(1, Math.floor(model.contextLength / RESULT_SHARE_OF_CONTEXT));
   const precutChars = Math.min(maxResultChars ?? Infinity, maxResultTokens * MAX_CHARS_PER_TOKEN);
   return [
-    { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens },
+    { system, toolCallFormat: toolCallFormat ?? model.manifest?.tool_call_format, maxResultChars, maxResultTokens, maxHistoryTokens },
     { ...rest, precutChars },
   ];
 }
 
-/** An agent over a loaded `Model`: `{ model, system, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */
+/** An agent over a loaded `Model`: `{ model, system, contextPolicy, maxHistoryTokens, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */
 export function createAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
   return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, { release, alive: () => model.alive, queue: queueOf(model) });

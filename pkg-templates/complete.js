@@ -5,6 +5,7 @@
 import { toWispError } from "./errors.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
+import { fitContext } from "./agent.js";
 
 async function call(fn) {
   try {
@@ -19,15 +20,16 @@ const FINISH = { stop: "stop", eos_token: "stop", length: "length" };
 
 /**
  * Runs one request on `model` (a `Model` or a `WorkerModel`). `parsed`: `{ system, specs, replay,
- * toolChoice, request, signal }`, where `replay` holds `{ role: "user", content }`, `{ role: "assistant",
+ * toolChoice, request, signal, contextPolicy }`, where `replay` holds `{ role: "user", content }`, `{ role: "assistant",
  * content, calls: [{ id, name, arguments }] }` and `{ role: "tool", id, content }`. Yields `{ text }` deltas
- * and `{ call, index }` tool calls, then returns `{ finish, rawFinish, calls, usage }` (`finish`: OpenAI's
- * "stop" | "length" | "tool_calls"; `usage` also has `cached_tokens`). An abort of `signal` ends it in the
+ * and `{ call, index }` tool calls, then returns `{ finish, rawFinish, calls, usage, trimmed }` (`finish`:
+ * OpenAI's "stop" | "length" | "tool_calls"; `usage` also has `cached_tokens`; `trimmed`: what the
+ * context policy cut from the history, as agent.js's fitContext reports it, or null). An abort of `signal` ends it in the
  * queue or between tokens, rejecting with the signal's reason.
  */
 export async function* complete(model, parsed) {
   const { signal } = parsed;
-  const release = await queueOf(model).acquire({ signal });
+  let release = await queueOf(model).acquire({ signal });
   // A WorkerModel's core agent lives in its worker; a crashed Model's objects must not be freed.
   const alive = () => model.alive !== false;
   let coreAgent;
@@ -44,6 +46,12 @@ export async function* complete(model, parsed) {
         await call(() => coreAgent.pushAssistant(m.content, m.calls));
       } else await call(() => coreAgent.pushToolResult(m.id, names.get(m.id) ?? "", m.content));
     }
+    // A history longer than the context loses its oldest exchanges as an agent's does, with the model's
+    // queue free: a page's policy may use the model (to summarize).
+    release();
+    release = undefined;
+    const trimmed = await fitContext(coreAgent, parsed.contextPolicy, parsed.request.maxTokens);
+    release = await queueOf(model).acquire({ signal });
     const turn = await call(() => coreAgent.startTurn(parsed.request, parsed.toolChoice));
     try {
       const calls = [];
@@ -69,12 +77,12 @@ export async function* complete(model, parsed) {
         total_tokens: u.promptTokens + u.completionTokens,
         cached_tokens: u.cachedTokens,
       };
-      return { finish: calls.length ? "tool_calls" : (FINISH[finish] ?? "stop"), rawFinish: finish, calls, usage };
+      return { finish: calls.length ? "tool_calls" : (FINISH[finish] ?? "stop"), rawFinish: finish, calls, usage, trimmed };
     } finally {
       if (alive()) turn.free();
     }
   } finally {
     if (alive()) coreAgent?.free();
-    release();
+    release?.();
   }
 }

@@ -7,6 +7,7 @@ export type WispErrorCode =
   | "INVALID_WEIGHTS"
   | "UNSUPPORTED_WEIGHTS"
   | "CONTEXT_OVERFLOW"
+  | "CONTEXT_POLICY"
   | "MODEL_TOO_LARGE"
   | "BUSY"
   | "INVALID_REQUEST"
@@ -386,8 +387,40 @@ export type AgentEvent =
   | { type: "tool_result"; id: string; name: string; result: unknown; ms: number }
   | { type: "tool_approval"; id: string; name: string; arguments: Record<string, unknown> }
   | { type: "tool_error"; id: string; name: string | null; error: string; ms?: number; invalid?: boolean; declined?: boolean }
-  | { type: "step_end"; step: number; finishReason: string }
+  | { type: "step_end"; step: number; finishReason: string; usage: StepUsage }
+  /** The history was cut before `step`'s message (see `ContextPolicy`): what went. */
+  | { type: "context_trimmed"; step: number; messages: number; shortened: number; tokens: number; policy: "trim" | "callback" }
   | ({ type: "final" } & AgentResult);
+
+/** One message's tokens: `promptTokens - cachedTokens` ran through the model, the rest was in the cache. */
+export interface StepUsage {
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  forcedTokens: number;
+}
+
+/** Where the context goes for the next message, in tokens of the model's tokenizer. */
+export interface ContextUsage {
+  capacity: number;
+  systemAndTools: number;
+  /** The rest of the prompt: the conversation and the assistant's opener. */
+  history: number;
+  free: number;
+  /** Room kept for the answer: `maxTokens`, at most a quarter of the context. */
+  reserve: number;
+  /** Whether the prompt leaves `reserve` free (otherwise the policy runs before the next message). */
+  fits: boolean;
+}
+
+/**
+ * What happens when the next prompt would not leave room for the answer: `"trim"` (default) shortens old
+ * tool results if that is enough, otherwise drops the oldest whole exchanges after the system message;
+ * `"error"` rejects with `CONTEXT_OVERFLOW`; a function returns the messages to keep (the system message
+ * first and the current exchange last, unchanged; anything may go or be added between, such as a summary),
+ * and what still does not fit is trimmed. It may be async and may use the model.
+ */
+export type ContextPolicy = "trim" | "error" | ((messages: ChatMessage[], info: ContextUsage) => ChatMessage[] | Promise<ChatMessage[]>);
 
 export interface AgentResult {
   text: string;
@@ -426,7 +459,9 @@ export class Agent {
   /** Whether the tool was registered. */
   removeTool(name: string): boolean;
   reset(): void;
+  /** What the model sees: the conversation after any trim. */
   readonly messages: ChatMessage[];
+  contextUsage(): ContextUsage;
   run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
   stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
   /** Frees the agent, and its model when `createAgent` loaded it. */
@@ -446,6 +481,7 @@ export class WorkerAgent {
   removeTool(name: string): Promise<boolean>;
   reset(): Promise<void>;
   readonly messages: Promise<ChatMessage[]>;
+  contextUsage(): Promise<ContextUsage>;
   run(input: string, options?: AgentRunOptions): Promise<AgentResult>;
   stream(input: string, options?: AgentRunOptions): AsyncIterable<AgentEvent> & { result: Promise<AgentResult> };
   close(): void;
@@ -459,6 +495,10 @@ export interface AgentOptions {
   worker?: boolean;
   load?: Parameters<typeof Model.load>[1];
   system?: string;
+  /** A history that outgrows the context: `"trim"` (default), `"error"` or a function. */
+  contextPolicy?: ContextPolicy;
+  /** The most tokens of history (besides the system message and tools) a prompt carries: trimmed to it too. */
+  maxHistoryTokens?: number;
   maxSteps?: number;
   toolCallFormat?: "hermes" | "llama3_json";
   /** The most tokens of one tool result the model reads (default: a quarter of the context). */
@@ -547,7 +587,8 @@ export interface ChatCompletionChunk {
  */
 export function createChatCompletions(
   model: Model | WorkerModel,
-  options?: { name?: string },
+  /** `contextPolicy`: as an agent's; a trim shows in `usage.context_trimmed`. */
+  options?: { name?: string; contextPolicy?: ContextPolicy },
 ): {
   create(params: ChatCompletionRequest & { stream: true }, options?: { signal?: AbortSignal }): Promise<AsyncIterable<ChatCompletionChunk>>;
   create(params: ChatCompletionRequest & { stream?: false }, options?: { signal?: AbortSignal }): Promise<ChatCompletion>;
@@ -557,4 +598,4 @@ export function createChatCompletions(
  * A `fetch` for the official `openai` SDK that answers `POST …/chat/completions` with the on-device model:
  * `new OpenAI({ apiKey: "local", baseURL: "http://wisp.local/v1", fetch: openaiFetch(model), dangerouslyAllowBrowser: true })`.
  */
-export function openaiFetch(model: Model | WorkerModel, options?: { name?: string }): typeof fetch;
+export function openaiFetch(model: Model | WorkerModel, options?: { name?: string; contextPolicy?: ContextPolicy }): typeof fetch;

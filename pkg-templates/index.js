@@ -17,7 +17,8 @@ export { createChatCompletions, openaiFetch } from "./openai.js";
 
 /**
  * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`;
- * other options: `worker` (load the source into a `WorkerModel`), `system`, `maxSteps` (default 6),
+ * other options: `worker` (load the source into a `WorkerModel`), `system`, `contextPolicy` (`"trim"`, the
+ * default, `"error"` or a function: docs/guide.md, "Long conversations"), `maxSteps` (default 6),
  * `toolCallFormat`, `maxResultTokens` (the most tokens of one tool result the model reads; default a quarter
  * of the context), `maxResultChars` (a limit in characters too; none by default), `temperature`, `maxTokens`, and `load` (options for
  * `Model.load`).

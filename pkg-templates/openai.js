@@ -7,6 +7,7 @@
 import { WispError } from "./errors.js";
 import { checkInput } from "./requests.js";
 import { complete } from "./complete.js";
+import { checkContextPolicy } from "./agent.js";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
@@ -114,12 +115,16 @@ function toolCallsOf(calls) {
 /**
  * OpenAI's `client.chat.completions` over `model` (a loaded `Model` or `WorkerModel`). `create(params,
  * { signal })` takes the SDK's request options: an abort ends the request between tokens (or in the queue).
+ * `contextPolicy`: what a request whose history outgrows the context does, as for `createAgent`; a cut
+ * shows as `usage.context_trimmed`.
  */
-export function createChatCompletions(model, { name = "wisp" } = {}) {
+export function createChatCompletions(model, { name = "wisp", contextPolicy } = {}) {
+  checkContextPolicy(contextPolicy);
+  const usageOf = ({ usage, trimmed }) => (trimmed ? { ...usage, context_trimmed: trimmed } : usage);
   // Requests take turns in the model's queue (complete()), with every other call on the model.
   return {
     async create(params, { signal } = {}) {
-      const parsed = { ...parseRequest(params), signal };
+      const parsed = { ...parseRequest(params), signal, contextPolicy };
       const id = `chatcmpl-${crypto.randomUUID()}`;
       const created = Math.floor(Date.now() / 1000);
       if (!parsed.stream) {
@@ -128,7 +133,8 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
           const it = complete(model, parsed);
           let r = await it.next();
           for (; !r.done; r = await it.next()) if (r.value.text) text += r.value.text;
-          const { finish, calls, usage } = r.value;
+          const { finish, calls } = r.value;
+          const usage = usageOf(r.value);
           const message = { role: "assistant", content: calls.length && !text.trim() ? null : text };
           if (calls.length) message.tool_calls = toolCallsOf(calls);
           return { id, object: "chat.completion", created, model: name, choices: [{ index: 0, message, finish_reason: finish, logprobs: null }], usage };
@@ -162,7 +168,7 @@ export function createChatCompletions(model, { name = "wisp" } = {}) {
               push(chunk({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }] }));
             }
           }
-          push(chunk({}, r.value.finish, { usage: r.value.usage }));
+          push(chunk({}, r.value.finish, { usage: usageOf(r.value) }));
         } catch (e) {
           failure = e;
         } finally {

@@ -263,6 +263,18 @@ class RemoteAgent {
     return this.#call("truncate", length);
   }
 
+  contextUsage(maxTokens) {
+    return this.#call("contextUsage", maxTokens);
+  }
+
+  fitContext(maxTokens) {
+    return this.#call("fitContext", maxTokens);
+  }
+
+  setHistory(messages) {
+    return this.#call("setHistory", messages);
+  }
+
   get messages() {
     return this.#channel.call("agentMessages", { handle: this.#handle });
   }

@@ -15,6 +15,7 @@ use crate::agent::{Conversation, RecordedCall, ToolChoice, ToolSpec, Turn, TurnS
 use crate::assembly::{busy, AssembledModel};
 use crate::bundle;
 use crate::error::{Result, WispError};
+use crate::text::Message;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -23,6 +24,7 @@ struct AgentOptions {
     tool_call_format: Option<bundle::ToolCallFormat>,
     max_result_chars: Option<usize>,
     max_result_tokens: Option<usize>,
+    max_history_tokens: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -52,11 +54,14 @@ pub struct Agent {
     model: Rc<AssembledModel>,
     conversation: Rc<RefCell<Conversation>>,
     max_result_tokens: usize,
+    /// The context's size in tokens, read once: a turn of another agent may hold the decoder.
+    capacity: usize,
 }
 
 #[wasm_bindgen]
 impl Agent {
-    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens }`;
+    /// `options`: `{ system, toolCallFormat ("hermes" | "llama3_json"), maxResultChars, maxResultTokens,
+    /// maxHistoryTokens }`;
     /// the limits on a tool result (characters, tokens) are the agent loop's policy, none when absent.
     #[wasm_bindgen(constructor)]
     pub fn new(model: &Model, options: JsValue) -> std::result::Result<Agent, JsValue> {
@@ -65,7 +70,7 @@ impl Agent {
         } else {
             from_js(options, "agent options").map_err(to_js)?
         };
-        let conversation = model
+        let mut conversation = model
             .inner
             .conversation(
                 options.system,
@@ -73,7 +78,15 @@ impl Agent {
                 options.max_result_chars.unwrap_or(usize::MAX),
             )
             .map_err(to_js)?;
+        conversation.max_history_tokens = options.max_history_tokens.unwrap_or(usize::MAX);
+        let capacity = model
+            .inner
+            .decoder
+            .try_borrow()
+            .map_err(|_| to_js(busy()))?
+            .capacity();
         Ok(Agent {
+            capacity,
             model: Rc::clone(&model.inner),
             conversation: Rc::new(RefCell::new(conversation)),
             max_result_tokens: options.max_result_tokens.unwrap_or(usize::MAX),
@@ -202,6 +215,47 @@ impl Agent {
     #[wasm_bindgen(getter)]
     pub fn messages(&self) -> std::result::Result<JsValue, JsValue> {
         to_js_value(&self.conversation()?.messages)
+    }
+
+    /// `{ capacity, systemAndTools, history, free, reserve, fits }` for the next message's prompt, with
+    /// room for an answer of `maxTokens`.
+    #[wasm_bindgen(js_name = contextUsage)]
+    pub fn context_usage(&self, max_tokens: usize) -> std::result::Result<JsValue, JsValue> {
+        let capacity = self.capacity;
+        let usage = self
+            .conversation()?
+            .usage(
+                self.model.template().map_err(to_js)?,
+                self.model.tokenizer().map_err(to_js)?,
+                capacity,
+                max_tokens,
+            )
+            .map_err(to_js)?;
+        to_js_value(&usage)
+    }
+
+    /// Trims the history until the next prompt leaves room for an answer (`Conversation::fit`):
+    /// `{ messages, shortened, tokens }` of what went, or null when it already fits.
+    #[wasm_bindgen(js_name = fitContext)]
+    pub fn fit_context(&self, max_tokens: usize) -> std::result::Result<JsValue, JsValue> {
+        let capacity = self.capacity;
+        let trim = self
+            .conversation()?
+            .fit(
+                self.model.template().map_err(to_js)?,
+                self.model.tokenizer().map_err(to_js)?,
+                capacity,
+                max_tokens,
+            )
+            .map_err(to_js)?;
+        to_js_value(&trim)
+    }
+
+    /// Replaces every message after the system message with `history` (OpenAI-shaped messages).
+    #[wasm_bindgen(js_name = setHistory)]
+    pub fn set_history(&self, history: JsValue) -> std::result::Result<(), JsValue> {
+        let history: Vec<Message> = from_js(history, "messages").map_err(to_js)?;
+        self.conversation()?.set_history(history).map_err(to_js)
     }
 
     /// Starts the next assistant message (the same generation options as `Model.startGeneration`).

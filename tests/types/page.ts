@@ -31,6 +31,17 @@ export async function page(): Promise<void> {
   const stream = agent.stream("Hi");
   for await (const event of stream) events.push(event);
   const final: string = (await stream.result).text;
+  const usage = agent.contextUsage();
+  const free: number = usage.capacity - usage.systemAndTools - usage.history;
+  const keepRecent = await createAgent({
+    model,
+    contextPolicy: async (messages, info) => (info.fits ? messages : [messages[0], { role: "assistant", content: "Earlier: small talk." }, ...messages.slice(-1)]),
+  });
+  for await (const event of keepRecent.stream("Hi")) {
+    if (event.type === "context_trimmed") console.log(event.messages, event.tokens, event.policy, free);
+    if (event.type === "step_end") console.log(event.usage.promptTokens - event.usage.cachedTokens);
+  }
+  await createAgent({ model, contextPolicy: "error" });
   agent.reset();
   agent.close();
   model.close();
