@@ -7,8 +7,8 @@
 // In worker mode the core (conversation, parser, model) is a RemoteAgent in the worker whose methods all
 // return promises; this loop awaits every core call, so the same code serves both.
 import { WispError, crashedError, toWispError } from "./errors.js";
-import { checkCount, checkInput, samplingParams } from "./requests.js";
-import { breathe } from "./event-loop.js";
+import { DEFAULT_MAX_TOKENS, checkCount, checkInput, generationRequest } from "./requests.js";
+import { stepTurn } from "./complete.js";
 import { queueOf } from "./queue.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -288,15 +288,9 @@ export class Agent {
     if (!Number.isInteger(maxSteps) || maxSteps < 1) {
       throw new WispError("INVALID_REQUEST", `maxSteps is ${maxSteps}; it must be a whole number, at least 1`);
     }
-    const request = {
-      // The agent's defaults (createAgent's options), then this run's.
-      sampling: samplingParams({ temperature: this.#options.temperature, ...options }),
-      maxTokens: options.maxTokens ?? this.#options.maxTokens ?? DEFAULT_MAX_TOKENS,
-      stop: options.stop ?? [],
-      draftTokens: options.draftTokens ?? this.#options.draftTokens,
-      responseFormat: options.responseFormat ?? this.#options.responseFormat,
-      seed: crypto.getRandomValues(new Uint32Array(1))[0],
-    };
+    // This run's options, then the agent's defaults (createAgent's options).
+    const { temperature, maxTokens, draftTokens, responseFormat } = this.#options;
+    const request = generationRequest(options, { temperature, maxTokens, draftTokens, responseFormat });
     if (signal?.aborted) throw abortError(signal);
     await wrapAsync(() => this.#live().pushUser(input));
     // "required" and a named tool apply to the first message only (then "auto"), or the model could never
@@ -321,26 +315,26 @@ export class Agent {
       let stepUsage;
       try {
         turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
-        do {
-          await breathe();
-          if (signal?.aborted) throw abortError(signal);
-          const s = await wrapAsync(() => turn.step());
-          for (const e of s.events) {
-            if (e.type === "text") {
-              text += e.text;
-              yield { type: "text", text: e.text };
-            } else if (e.type === "tool_call") {
-              // JSON text from the core: JSON.parse keeps a "__proto__" key a plain property.
-              const call = { id: e.id, name: e.name, arguments: JSON.parse(e.arguments) };
-              calls.push(call);
-              yield { type: "tool_call", ...call, arguments: JSON.parse(e.arguments) };
-            } else if (e.type === "invalid_call") {
-              refused++;
-              yield { type: "tool_error", id: e.id, name: e.name ?? null, error: e.error, invalid: true };
-            }
+        const steps = stepTurn(turn, signal);
+        let next = await steps.next();
+        for (; !next.done; next = await steps.next()) {
+          const e = next.value;
+          if (e.type === "text") {
+            text += e.text;
+            yield { type: "text", text: e.text };
+          } else if (e.type === "tool_call_started") {
+            yield { type: "tool_call_start", step };
+          } else if (e.type === "tool_call") {
+            // JSON text from the core: JSON.parse keeps a "__proto__" key a plain property.
+            const call = { id: e.id, name: e.name, arguments: JSON.parse(e.arguments) };
+            calls.push(call);
+            yield { type: "tool_call", ...call, arguments: JSON.parse(e.arguments) };
+          } else if (e.type === "invalid_call") {
+            refused++;
+            yield { type: "tool_error", id: e.id, name: e.name ?? null, error: e.error, invalid: true };
           }
-          finish = s.finish;
-        } while (!finish);
+        }
+        finish = next.value;
         const u = turn.usage;
         stepUsage = { promptTokens: u.promptTokens, cachedTokens: u.cachedTokens, completionTokens: u.completionTokens, forcedTokens: u.forcedTokens };
         usage.promptTokens += u.promptTokens;
@@ -448,7 +442,6 @@ export class Agent {
 // --- The context budget: what the model sees when the history outgrows its context. The agent and the
 // OpenAI surface (openai.js) both call fitContext before each message.
 
-const DEFAULT_MAX_TOKENS = 256;
 
 /** Checks a `contextPolicy` option: `"trim"` (the default), `"error"`, or a function. */
 export function checkContextPolicy(policy) {

@@ -4,7 +4,7 @@
 // a fresh core agent (complete.js); the AI SDK runs the tools and the steps. Tool calls and JSON answers
 // are constrained by the core's grammar: every call is valid JSON for its tool's schema.
 import { WispError } from "./errors.js";
-import { checkInput } from "./requests.js";
+import { checkInput, generationRequest } from "./requests.js";
 import { complete } from "./complete.js";
 
 function invalid(message) {
@@ -126,10 +126,6 @@ function parseOptions(options, maxTokens) {
   const warnings = [];
   const { system, replay } = replayOf(options.prompt, warnings);
   const specs = toolsOf(options.tools, warnings);
-  // Greedy unless the call sets a temperature, as everywhere else in the package (the AI SDK sets no default).
-  const sampling = { temperature: options.temperature ?? 0 };
-  const keys = { topP: "top_p", topK: "top_k", presencePenalty: "presence_penalty", frequencyPenalty: "frequency_penalty", seed: "seed" };
-  for (const [key, name] of Object.entries(keys)) if (options[key] !== undefined) sampling[name] = options[key];
   // `headers` are left alone without a warning: the AI SDK always sends its user-agent, and there is no HTTP request.
   if (options.reasoning !== undefined && options.reasoning !== "provider-default" && options.reasoning !== "none") {
     warnings.push({ type: "unsupported", feature: "reasoning", details: "the model does not reason before answering" });
@@ -142,13 +138,21 @@ function parseOptions(options, maxTokens) {
       replay,
       toolChoice: toolChoiceOf(options.toolChoice, specs),
       signal: options.abortSignal,
-      request: {
-        sampling,
-        maxTokens: options.maxOutputTokens ?? maxTokens,
-        stop: options.stopSequences ?? [],
-        responseFormat: responseFormatOf(options.responseFormat),
-        seed: options.seed ?? crypto.getRandomValues(new Uint32Array(1))[0],
-      },
+      // Greedy unless the call sets a temperature, as everywhere in the package (the AI SDK sets no default).
+      request: generationRequest(
+        {
+          temperature: options.temperature,
+          topP: options.topP,
+          topK: options.topK,
+          presencePenalty: options.presencePenalty,
+          frequencyPenalty: options.frequencyPenalty,
+          seed: options.seed,
+          maxTokens: options.maxOutputTokens,
+          stop: options.stopSequences,
+          responseFormat: responseFormatOf(options.responseFormat),
+        },
+        { maxTokens },
+      ),
     },
   };
 }

@@ -15,6 +15,22 @@ async function call(fn) {
   }
 }
 
+/**
+ * Steps a started turn (an agent's model message, or one completion) to its end, letting the event loop
+ * breathe between tokens: yields the core's events (`text`, `tool_call_started`, `tool_call`,
+ * `invalid_call`) and returns the finish reason. An abort of `signal` ends it between tokens, rejecting
+ * with the signal's reason. The agent's loop (agent.js) and `complete` share it.
+ */
+export async function* stepTurn(turn, signal) {
+  for (;;) {
+    await breathe();
+    if (signal?.aborted) throw signal.reason ?? new DOMException("the call was aborted", "AbortError");
+    const s = await call(() => turn.step());
+    yield* s.events;
+    if (s.finish) return s.finish;
+  }
+}
+
 // The core's finish reasons, as OpenAI names them.
 const FINISH = { stop: "stop", eos_token: "stop", length: "length" };
 
@@ -55,21 +71,18 @@ export async function* complete(model, parsed) {
     const turn = await call(() => coreAgent.startTurn(parsed.request, parsed.toolChoice));
     try {
       const calls = [];
-      let finish;
-      do {
-        await breathe();
-        if (signal?.aborted) throw signal.reason ?? new DOMException("the request was aborted", "AbortError");
-        const s = await call(() => turn.step());
-        for (const e of s.events) {
-          if (e.type === "text") yield { text: e.text };
-          else if (e.type === "tool_call") {
-            const c = { id: e.id, name: e.name, arguments: e.arguments };
-            calls.push(c);
-            yield { call: c, index: calls.length - 1 };
-          }
+      const steps = stepTurn(turn, signal);
+      let next = await steps.next();
+      for (; !next.done; next = await steps.next()) {
+        const e = next.value;
+        if (e.type === "text") yield { text: e.text };
+        else if (e.type === "tool_call") {
+          const c = { id: e.id, name: e.name, arguments: e.arguments };
+          calls.push(c);
+          yield { call: c, index: calls.length - 1 };
         }
-        finish = s.finish;
-      } while (!finish);
+      }
+      const finish = next.value;
       const u = turn.usage;
       const usage = {
         prompt_tokens: u.promptTokens,

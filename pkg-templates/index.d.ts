@@ -383,6 +383,7 @@ export type ApproveFunction = (call: ToolCallToApprove) => boolean | Promise<boo
 export type AgentEvent =
   | { type: "step_start"; step: number }
   | { type: "text"; text: string }
+  | { type: "tool_call_start"; step: number }
   | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
   | { type: "tool_result"; id: string; name: string; result: unknown; ms: number }
   | { type: "tool_approval"; id: string; name: string; arguments: Record<string, unknown> }

@@ -2,7 +2,7 @@
 // errors are all `WispError`s with a stable `code`.
 import { WispError, crashCount, crashedError, freshImport, onCrash, toWispError } from "./errors.js";
 import { clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
-import { checkInput, samplingParams } from "./requests.js";
+import { checkInput, generationRequest } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
 import { threading } from "./threading.js";
@@ -524,14 +524,7 @@ export class Model {
       checkInput(options.responseFormat, "responseFormat", "RESPONSE_FORMAT");
       const ids = this.#promptIds(input);
       release = await queueOf(this).acquire(options);
-      const request = {
-        sampling: samplingParams(options),
-        maxTokens: options.maxTokens ?? 256,
-        stop: options.stop ?? [],
-        draftTokens: options.draftTokens,
-        responseFormat: options.responseFormat,
-        seed: crypto.getRandomValues(new Uint32Array(1))[0],
-      };
+      const request = generationRequest(options);
       generation = await guard(() => this.#core().startGeneration(ids, request));
       for (;;) {
         await breathe();

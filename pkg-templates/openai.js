@@ -5,7 +5,7 @@
 // talks to the on-device model. The conversation is replayed into the model's chat template for each
 // request; the model's KV cache keeps the common prefix, so a follow-up only runs the new tokens.
 import { WispError } from "./errors.js";
-import { checkInput } from "./requests.js";
+import { checkInput, generationRequest } from "./requests.js";
 import { complete } from "./complete.js";
 import { checkContextPolicy } from "./agent.js";
 
@@ -51,7 +51,7 @@ function parseRequest(params) {
   checkInput(params.response_format, "response_format", "RESPONSE_FORMAT");
   checkInput(params, "the request");
   const { messages, tools = [], tool_choice, stream = false, temperature, stop, response_format } = params;
-  const maxTokens = params.max_completion_tokens ?? params.max_tokens ?? 256;
+  const maxTokens = params.max_completion_tokens ?? params.max_tokens ?? undefined;
   if (!Array.isArray(messages) || messages.length === 0) throw invalid("messages must be a non-empty array");
   if (!Array.isArray(tools)) throw invalid("tools must be an array");
   if (params.n !== undefined && params.n !== 1) throw invalid("n must be 1: one choice per request");
@@ -91,12 +91,8 @@ function parseRequest(params) {
     if (!text.trim()) throw invalid(`${where}: the user message is empty`);
     return { role: "user", content: text };
   });
-  const sampling = { temperature: temperature ?? 1 };
-  // top_k is not OpenAI's, but other local servers take it.
-  for (const key of ["top_p", "top_k", "presence_penalty", "frequency_penalty", "seed"]) {
-    if (params[key] !== undefined && params[key] !== null) sampling[key] = params[key];
-  }
   const stops = stop === undefined || stop === null ? [] : Array.isArray(stop) ? stop : [stop];
+  const given = (value) => (value === null ? undefined : value);
   return {
     system,
     specs,
@@ -104,7 +100,19 @@ function parseRequest(params) {
     toolChoice: toolChoiceOf(tool_choice, specs),
     stream: Boolean(stream),
     // The core checks the format and its schema (INVALID_REQUEST, RESPONSE_FORMAT) before anything runs.
-    request: { sampling, maxTokens, stop: stops, responseFormat: response_format ?? undefined, seed: crypto.getRandomValues(new Uint32Array(1))[0] },
+    // Greedy unless the request sets a temperature: the package's one default, where OpenAI's is 1.
+    // top_k is not OpenAI's, but other local servers take it.
+    request: generationRequest({
+      temperature: given(temperature),
+      topP: given(params.top_p),
+      topK: given(params.top_k),
+      presencePenalty: given(params.presence_penalty),
+      frequencyPenalty: given(params.frequency_penalty),
+      seed: given(params.seed),
+      maxTokens,
+      stop: stops,
+      responseFormat: given(response_format),
+    }),
   };
 }
 

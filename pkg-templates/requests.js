@@ -73,6 +73,29 @@ const SAMPLING_KEYS = {
   seed: "seed",
 };
 
+/** Tokens a model message may take unless a call says otherwise. */
+export const DEFAULT_MAX_TOKENS = 256;
+
+/**
+ * The core's request for one generation (a `generate`, an agent's model message, an OpenAI or AI SDK
+ * call) from camelCase generation options: `maxTokens` (default 256), the sampling options (greedy unless
+ * `temperature` says otherwise: the package's one sampling default), `stop`, `draftTokens`,
+ * `responseFormat`; options left undefined take `defaults`' values.
+ */
+export function generationRequest(options, defaults = {}) {
+  const given = { ...defaults };
+  for (const [key, value] of Object.entries(options)) if (value !== undefined) given[key] = value;
+  return {
+    sampling: samplingParams(given),
+    maxTokens: given.maxTokens ?? DEFAULT_MAX_TOKENS,
+    stop: given.stop ?? [],
+    draftTokens: given.draftTokens,
+    responseFormat: given.responseFormat,
+    // Fresh entropy for a call without a seed of its own.
+    seed: crypto.getRandomValues(new Uint32Array(1))[0],
+  };
+}
+
 /** The core's sampling parameters from generation options (greedy unless `temperature` says otherwise). */
 export function samplingParams(options) {
   const params = { temperature: 0 };

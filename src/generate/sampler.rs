@@ -33,10 +33,12 @@ pub struct SamplingParams {
     pub seed: Option<u64>,
 }
 
+/// Greedy: the package's one sampling default (JavaScript's `generate`, agents, the OpenAI surface and
+/// the AI SDK provider send the same).
 impl Default for SamplingParams {
     fn default() -> Self {
         SamplingParams {
-            temperature: 1.0,
+            temperature: 0.0,
             top_k: 0,
             top_p: 1.0,
             min_p: 0.0,
