@@ -419,7 +419,7 @@ describe("hardening: requests, tools, model output, concurrency and faults", () 
     const turns = r.refused.errors.flatMap(() => ["assistant", "tool"]);
     assert.deepEqual(r.refused.roles, ["system", "user", ...turns, ...(finish === "max_steps" ? [] : ["assistant"])]);
     assert.deepEqual(r.loop.result, ["max_steps", 1, "", 1]);
-    assert.deepEqual(r.loop.events, ["step_start", "tool_call", "step_end", "tool_result", "final"]);
+    assert.deepEqual(r.loop.events, ["step_start", "tool_call_start", "tool_call", "step_end", "tool_result", "final"]);
     assert.equal(r.loop.lookups, 1);
     assert.deepEqual(r.loop.roles, ["system", "user", "assistant", "tool"]);
     assert.deepEqual(r.long, ["length", 4]);
