@@ -10,32 +10,22 @@ use argmax::argmax;
 #[path = "support/bandwidth.rs"]
 mod bandwidth;
 
+#[path = "support/decoder_reference.rs"]
+mod decoder_reference;
+use decoder_reference::{assert_close, dir, reference, Reference};
+
+#[path = "support/smollm2_reference.rs"]
+mod smollm2_reference;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::Deserialize;
 use wisp::backend::cpu::CpuDecoder;
 use wisp::model::ModelWeights;
 use wisp::text::{ChatTemplate, Message, Tokenizer};
 
-#[derive(Deserialize)]
-struct Case {
-    tokens: Vec<u32>,
-    logits: Vec<Vec<f32>>,
-    argmax: Vec<usize>,
-}
-
-#[derive(Deserialize)]
-struct Reference {
-    cases: Vec<Case>,
-}
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn dir() -> PathBuf {
-    root().join("tests/fixtures/decoders")
 }
 
 fn load(family: &str, context_len: usize) -> (CpuDecoder, Reference) {
@@ -43,34 +33,7 @@ fn load(family: &str, context_len: usize) -> (CpuDecoder, Reference) {
     let bytes = std::fs::read(dir().join(format!("{family}.safetensors"))).unwrap();
     let (config, weights) = ModelWeights::load(&bytes, Some(&json)).unwrap();
     let decoder = CpuDecoder::new(&config, &weights, context_len).expect("decoder loads");
-    let reference = serde_json::from_str(
-        &std::fs::read_to_string(dir().join(format!("{family}.json"))).unwrap(),
-    )
-    .unwrap();
-    (decoder, reference)
-}
-
-fn assert_close(got: &[Vec<f32>], case: &Case, from: usize, what: &str) {
-    for (i, row) in got.iter().enumerate() {
-        let want = &case.logits[from + i];
-        assert_eq!(row.len(), want.len());
-        let diff = row
-            .iter()
-            .zip(want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
-        assert!(
-            diff <= 1e-4,
-            "{what}: position {} max abs diff {diff}",
-            from + i
-        );
-        assert_eq!(
-            argmax(row),
-            case.argmax[from + i],
-            "{what}: greedy token at position {}",
-            from + i
-        );
-    }
+    (decoder, reference(family))
 }
 
 fn check_family(family: &str) {
@@ -181,27 +144,6 @@ fn a_missing_tensor_is_named() {
     assert!(err.to_string().contains("model.layers.2."), "{err}");
 }
 
-#[derive(Deserialize)]
-struct SmolCase {
-    messages: Vec<Msg>,
-    ids: Vec<u32>,
-    top_ids: Vec<usize>,
-    top_logits: Vec<f32>,
-    greedy_ids: Vec<u32>,
-    greedy_text: String,
-}
-
-#[derive(Deserialize)]
-struct Msg {
-    role: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-struct SmolReference {
-    cases: Vec<SmolCase>,
-}
-
 /// The kernels multiply the weights' integers with activations rounded to i16 per block of 32 (a step
 /// of 1/32767 of the block's largest value): measured up to 0.007 from the f32 reference (f32 activations
 /// stayed within 2e-3); greedy tokens are unchanged. (8-bit activations, as llama.cpp uses, moved these
@@ -213,10 +155,7 @@ const SMOL_LOGIT_TOLERANCE: f32 = 1e-2;
 fn smollm2_gguf_matches_the_reference() {
     let bytes = std::fs::read(root().join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .expect("run tools/fetch-smollm2.sh first");
-    let reference: SmolReference = serde_json::from_str(
-        &std::fs::read_to_string(root().join("tests/fixtures/smollm2/reference.json")).unwrap(),
-    )
-    .unwrap();
+    let reference = smollm2_reference::reference();
 
     let started = Instant::now();
     let (config, weights) = ModelWeights::load(&bytes, None).expect("GGUF loads");
@@ -295,9 +234,7 @@ fn quantized_gguf_matches_its_dequantized_reference() {
     let bytes = std::fs::read(dir().join("llama-quant.gguf")).unwrap();
     let (config, weights) = ModelWeights::load(&bytes, None).unwrap();
     let mut dec = CpuDecoder::new(&config, &weights, 64).expect("decoder loads");
-    let reference: Reference =
-        serde_json::from_str(&std::fs::read_to_string(dir().join("llama-quant.json")).unwrap())
-            .unwrap();
+    let reference = reference("llama-quant");
     let mut worst = 0.0f32;
     for case in &reference.cases {
         dec.history_mut().seek(0).unwrap();

@@ -3,28 +3,16 @@
 
 #[path = "support/argmax.rs"]
 mod argmax;
-use argmax::argmax;
 
-use std::path::PathBuf;
+#[path = "support/decoder_reference.rs"]
+mod decoder_reference;
+use decoder_reference::{assert_close, dir, reference, Reference};
 
 use safetensors::{Dtype, SafeTensors};
-use serde::Deserialize;
 use wisp::backend::Decoder;
 use wisp::graph::{DecoderShape, WeightProvider};
 use wisp::model::ModelConfig;
 use wisp::WispError;
-
-#[derive(Deserialize)]
-struct Case {
-    tokens: Vec<u32>,
-    logits: Vec<Vec<f32>>,
-    argmax: Vec<usize>,
-}
-
-#[derive(Deserialize)]
-struct Reference {
-    cases: Vec<Case>,
-}
 
 /// Test-only reader over the fixture's safetensors (f32).
 struct Fixture<'a>(SafeTensors<'a>);
@@ -49,10 +37,6 @@ impl WeightProvider for Fixture<'_> {
     }
 }
 
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decoders")
-}
-
 fn load(family: &str, shape: DecoderShape) -> (Decoder, Reference) {
     let config = ModelConfig::from_hf_json(
         &std::fs::read_to_string(dir().join(format!("{family}.config.json"))).unwrap(),
@@ -62,33 +46,7 @@ fn load(family: &str, shape: DecoderShape) -> (Decoder, Reference) {
     let mut weights = Fixture(SafeTensors::deserialize(&bytes).unwrap());
     let decoder =
         pollster::block_on(Decoder::new(&config, &mut weights, shape)).expect("decoder builds");
-    let reference = serde_json::from_str(
-        &std::fs::read_to_string(dir().join(format!("{family}.json"))).unwrap(),
-    )
-    .unwrap();
-    (decoder, reference)
-}
-
-fn assert_close(got: &[Vec<f32>], case: &Case, from: usize, what: &str) {
-    for (i, row) in got.iter().enumerate() {
-        let want = &case.logits[from + i];
-        let diff = row
-            .iter()
-            .zip(want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
-        assert!(
-            diff <= 1e-4,
-            "{what}: position {} max abs diff {diff}",
-            from + i
-        );
-        assert_eq!(
-            argmax(row),
-            case.argmax[from + i],
-            "{what}: greedy token at position {}",
-            from + i
-        );
-    }
+    (decoder, reference(family))
 }
 
 fn check_family(family: &str) {

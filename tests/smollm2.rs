@@ -12,34 +12,14 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 use wisp::agent::{ToolChoice, ToolSpec, TurnEvent};
 use wisp::assembly::{AssembledModel, GenerateRequest, LoadOptions};
 use wisp::generate::{FinishReason, SamplingParams};
 use wisp::text::Message;
 
-#[derive(Deserialize)]
-struct Case {
-    messages: Vec<Msg>,
-    text: String,
-    ids: Vec<u32>,
-    top_ids: Vec<usize>,
-    top_logits: Vec<f32>,
-    greedy_ids: Vec<u32>,
-    greedy_text: String,
-}
-
-#[derive(Deserialize)]
-struct Msg {
-    role: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-struct Reference {
-    cases: Vec<Case>,
-}
+#[path = "support/smollm2_reference.rs"]
+mod smollm2_reference;
 
 #[test]
 #[ignore = "needs the SmolLM2 GGUF: bash tools/fetch-smollm2.sh"]
@@ -47,10 +27,7 @@ fn smollm2_gguf_matches_the_reference() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(root.join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .expect("run tools/fetch-smollm2.sh first");
-    let reference: Reference = serde_json::from_str(
-        &std::fs::read_to_string(root.join("tests/fixtures/smollm2/reference.json")).unwrap(),
-    )
-    .unwrap();
+    let reference = smollm2_reference::reference();
 
     let started = Instant::now();
     let options = LoadOptions {
