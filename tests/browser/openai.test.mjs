@@ -123,13 +123,15 @@ describe("OpenAI SDK against the on-device model", () => {
         "Give me Sydney's weather.",
         "Rain in London?",
       ];
+      // Sampled, with a seed per message (the package's default is greedy): the constraint must hold for
+      // whatever the model draws, and the tool set must leave room for answers as well as calls.
       const out = { answers: [], streamed: [], mixed: [] };
       for (const [i, content] of prompts.entries()) {
-        const c = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content }], response_format, seed: i, max_tokens: 120 });
+        const c = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content }], response_format, temperature: 1, seed: i, max_tokens: 120 });
         out.answers.push({ content: c.choices[0].message.content, finish: c.choices[0].finish_reason });
       }
       for (const [i, content] of prompts.slice(0, 3).entries()) {
-        const stream = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content }], response_format, seed: i, max_tokens: 120, stream: true });
+        const stream = await client.chat.completions.create({ model: "wisp-mini", messages: [{ role: "user", content }], response_format, temperature: 1, seed: i, max_tokens: 120, stream: true });
         let text = "";
         let finish;
         for await (const chunk of stream) {
@@ -143,7 +145,7 @@ describe("OpenAI SDK against the on-device model", () => {
       const mixed = ["hello", "List a few numbers.", "Make a note: dentist at 9:15.", "What's the weather in Paris?"];
       for (const [i, content] of [...mixed, ...mixed, ...mixed].entries()) {
         const messages = [{ role: "user", content }];
-        const c = await client.chat.completions.create({ model: "wisp-mini", messages, tools, response_format, seed: i, max_tokens: 120 });
+        const c = await client.chat.completions.create({ model: "wisp-mini", messages, tools, response_format, temperature: 1, seed: i, max_tokens: 120 });
         out.mixed.push(c.choices[0]);
         // After the tool's result, the answer.
         const call = c.choices[0].message.tool_calls?.[0];
