@@ -1,5 +1,6 @@
 """A tiny Llama as a GGUF file whose weights are in every quantized type the CPU backend keeps quantized
-(Q8_0, Q4_0, Q4_1, Q4_K; F16 embeddings), with reference logits of its dequantized weights.
+(Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL, IQ4_XS; F16 embeddings), with reference logits of its dequantized
+weights.
 
 Run once (not in CI); outputs are committed under tests/fixtures/decoders/:
     pip install numpy onnx onnxruntime gguf && python3 tools/make_quant_fixtures.py
@@ -28,9 +29,9 @@ CFG = dict(model_type="llama", hidden_size=256, intermediate_size=512, num_atten
 # Each layer's projections in a different mix, so every type meets every kind of product.
 LAYER_TYPES = [
     {"q_proj": Q.Q8_0, "k_proj": Q.Q4_0, "v_proj": Q.Q4_1, "o_proj": Q.Q4_K,
-     "gate_proj": Q.Q4_K, "up_proj": Q.Q8_0, "down_proj": Q.Q4_1},
-    {"q_proj": Q.Q4_K, "k_proj": Q.Q8_0, "v_proj": Q.Q4_K, "o_proj": Q.Q4_0,
-     "gate_proj": Q.Q4_1, "up_proj": Q.Q4_0, "down_proj": Q.Q4_K},
+     "gate_proj": Q.Q5_0, "up_proj": Q.IQ4_NL, "down_proj": Q.IQ4_XS},
+    {"q_proj": Q.Q4_K, "k_proj": Q.Q8_0, "v_proj": Q.IQ4_XS, "o_proj": Q.Q4_0,
+     "gate_proj": Q.Q4_1, "up_proj": Q.Q5_0, "down_proj": Q.Q4_K},
 ]
 HF_TO_GGUF = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
               "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}
@@ -57,6 +58,22 @@ def random_q4_k(rows, cols, rng):
     raw = np.concatenate([d.view(np.uint8).reshape(blocks, 2), dmin.view(np.uint8).reshape(blocks, 2),
                           scales, qs], axis=1)
     return raw.reshape(rows, cols // 256 * 144)
+
+
+def random_iq4(rows, cols, qtype, rng):
+    """Random IQ4_NL blocks (d, 16 bytes of 4-bit indices) or IQ4_XS super-blocks (d, scales_h, scales_l,
+    128 bytes of indices), with d sized so that weights stay near the others' scale; gguf-py cannot quantize
+    to these types, and any indices and scales make a valid block."""
+    if qtype == Q.IQ4_NL:
+        blocks = rows * cols // 32
+        d = (np.abs(rng.standard_normal(blocks)) * 4e-4 + 2e-4).astype(np.float16)
+        raw = np.concatenate([d.view(np.uint8).reshape(blocks, 2), rng.integers(0, 256, (blocks, 16), dtype=np.uint8)], axis=1)
+        return raw.reshape(rows, cols // 32 * 18)
+    blocks = rows * cols // 256
+    d = (np.abs(rng.standard_normal(blocks)) * 1.5e-5 + 1e-5).astype(np.float16)
+    rest = rng.integers(0, 256, (blocks, 2 + 4 + 128), dtype=np.uint8)
+    raw = np.concatenate([d.view(np.uint8).reshape(blocks, 2), rest], axis=1)
+    return raw.reshape(rows, cols // 256 * 136)
 
 
 def main():
@@ -94,7 +111,12 @@ def main():
             heads = {"q_proj": CFG["num_attention_heads"], "k_proj": CFG["num_key_value_heads"]}.get(proj)
             w = hf[hf_name]
             w = permute(w, heads) if heads else w
-            data = random_q4_k(*w.shape, rng) if qtype == Q.Q4_K else quantize(w, qtype)
+            if qtype == Q.Q4_K:
+                data = random_q4_k(*w.shape, rng)
+            elif qtype in (Q.IQ4_NL, Q.IQ4_XS):
+                data = random_iq4(*w.shape, qtype, rng)
+            else:
+                data = quantize(w, qtype)
             add(f"blk.{i}.{HF_TO_GGUF[proj]}.weight", hf_name, data, qtype, heads)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()

@@ -139,10 +139,13 @@ pub fn dequantize(tensor: &str, ty: GgmlType, data: &[u8]) -> Result<Vec<f32>> {
         GgmlType::Q4_K => q4_k,
         GgmlType::Q5_K => q5_k,
         GgmlType::Q6_K => q6_k,
+        GgmlType::IQ4_NL => iq4_nl,
+        GgmlType::IQ4_XS => iq4_xs,
         _ => {
             return Err(WispError::UnsupportedWeights(format!(
                 "tensor '{tensor}' has ggml type {ty:?}, which this reader cannot dequantize \
-                 (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)"
+                 (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, \
+                 IQ4_XS)"
             )))
         }
     };
@@ -187,8 +190,51 @@ fn q4_1(b: &[u8], out: &mut Vec<f32>) {
     out.extend(qs.iter().map(|&q| d * f32::from(q >> 4) + m));
 }
 
+/// The 16 values a 4-bit index of IQ4_NL and IQ4_XS stands for (ggml's `kvalues_iq4nl`).
+pub(crate) const IQ4_VALUES: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+/// The 32 values of a block of 16 bytes of IQ4 indices (low nibbles first), as their table entries.
+pub(crate) fn iq4_block(qs: &[u8]) -> [i8; 32] {
+    let mut q = [0i8; 32];
+    for (j, &byte) in qs.iter().enumerate() {
+        q[j] = IQ4_VALUES[usize::from(byte & 0x0F)];
+        q[j + 16] = IQ4_VALUES[usize::from(byte >> 4)];
+    }
+    q
+}
+
+/// `d: f16, qs: [u8; 16]` of indices into [`IQ4_VALUES`]; x = d * value.
+fn iq4_nl(b: &[u8], out: &mut Vec<f32>) {
+    let d = f16_at(b, 0);
+    out.extend(iq4_block(&b[2..18]).iter().map(|&q| d * f32::from(q)));
+}
+
+/// The eight sub-block scales of an IQ4_XS super-block, `ls - 32` with `ls` six bits: the low four in
+/// `scales_l` (two a byte), the high two in `scales_h` (two bits each).
+pub(crate) fn iq4_xs_scales(b: &[u8]) -> [i8; 8] {
+    let high = u16::from_le_bytes([b[2], b[3]]);
+    std::array::from_fn(|ib| {
+        let low = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F;
+        let ls = low | ((((high >> (2 * ib)) & 3) as u8) << 4);
+        ls as i8 - 32
+    })
+}
+
+/// `d: f16, scales_h: u16, scales_l: [u8; 4], qs: [u8; 128]`: eight sub-blocks of 32, each
+/// x = (d * scale) * value.
+fn iq4_xs(b: &[u8], out: &mut Vec<f32>) {
+    let d = f16_at(b, 0);
+    for (ib, scale) in iq4_xs_scales(b).into_iter().enumerate() {
+        let dl = d * f32::from(scale);
+        let qs = &b[8 + 16 * ib..8 + 16 * ib + 16];
+        out.extend(iq4_block(qs).iter().map(|&q| dl * f32::from(q)));
+    }
+}
+
 /// The 5-bit values of a Q5_0/Q5_1 block: low nibbles from `qs`, bit 4 of element `i` is bit `i` of `qh`.
-fn five_bit(qh: &[u8], qs: &[u8]) -> [u8; 32] {
+pub(crate) fn five_bit(qh: &[u8], qs: &[u8]) -> [u8; 32] {
     let qh = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
     let mut q = [0u8; 32];
     for (j, &byte) in qs.iter().enumerate() {

@@ -5,10 +5,13 @@
 //! - Nibbles (from Q4_0, Q4_1, Q4_K): 32 weights `n d + m`, `n` in 0..16, as `d: f32, m: f32, qs: [u8;
 //!   16]`, element `i` in the low nibble of `qs[i]` and element `16 + i` in its high nibble. Q4_0's
 //!   `(n - 8) d` becomes `m = -8 d`; each Q4_K sub-block becomes a block with `d = d sc`, `m = -dmin mn`.
-//! - Bytes (from Q8_0): 32 weights `q d`, `q` an i8, as `d: f32, qs: [i8; 32]`.
+//! - Bytes (from Q8_0, Q5_0, IQ4_NL, IQ4_XS): 32 weights `q d`, `q` an i8, as `d: f32, qs: [i8; 32]`.
+//!   Q5_0's `(q - 16) d` is exact in an i8, and so are the IQ4 types' table values (`IQ4_VALUES`) with
+//!   each IQ4_XS sub-block's `d (ls - 32)` as its `d`: 8 bits a weight instead of 5.5 or 4.25, but the
+//!   integer kernel instead of an f32 copy (32 bits).
 
 use super::dot::QK;
-use crate::weights::quant::{f16_at, k_scales, GgmlType};
+use crate::weights::quant::{f16_at, five_bit, iq4_block, iq4_xs_scales, k_scales, GgmlType};
 
 pub(crate) const NIBBLES_BYTES: usize = 24;
 pub(crate) const BYTES_BYTES: usize = 36;
@@ -25,7 +28,9 @@ impl Layout {
     pub fn of(ty: GgmlType) -> Option<Layout> {
         match ty {
             GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4_K => Some(Layout::Nibbles),
-            GgmlType::Q8_0 => Some(Layout::Bytes),
+            GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL | GgmlType::IQ4_XS => {
+                Some(Layout::Bytes)
+            }
             _ => None,
         }
     }
@@ -80,6 +85,18 @@ pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
                 push_nibbles(&mut out, d, -8.0 * d, &b[2..18]);
             }
             GgmlType::Q4_1 => push_nibbles(&mut out, f16_at(b, 0), f16_at(b, 2), &b[4..20]),
+            GgmlType::Q5_0 => {
+                let q = five_bit(&b[2..6], &b[6..22]).map(|q| q as i8 - 16);
+                push_bytes(&mut out, f16_at(b, 0), &q);
+            }
+            GgmlType::IQ4_NL => push_bytes(&mut out, f16_at(b, 0), &iq4_block(&b[2..18])),
+            GgmlType::IQ4_XS => {
+                let d = f16_at(b, 0);
+                for (ib, scale) in iq4_xs_scales(b).into_iter().enumerate() {
+                    let q = iq4_block(&b[8 + 16 * ib..8 + 16 * ib + 16]);
+                    push_bytes(&mut out, d * f32::from(scale), &q);
+                }
+            }
             GgmlType::Q4_K => {
                 let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
                 let (sc, mn) = k_scales(&b[4..16]);
@@ -97,6 +114,11 @@ pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
         }
     }
     Some((layout, out))
+}
+
+fn push_bytes(out: &mut Vec<u8>, d: f32, q: &[i8; QK]) {
+    out.extend(d.to_le_bytes());
+    out.extend(q.iter().map(|&q| q as u8));
 }
 
 fn push_nibbles(out: &mut Vec<u8>, d: f32, m: f32, packed: &[u8]) {

@@ -30,7 +30,7 @@ fn scale(rng: &mut Rng, i: usize) -> [u8; 2] {
 fn random_row(rng: &mut Rng, ty: GgmlType, blocks: usize) -> Vec<u8> {
     let (_, bytes) = ty.block_layout();
     let scale_fields = match ty {
-        GgmlType::Q8_0 | GgmlType::Q4_0 => 1,
+        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL | GgmlType::IQ4_XS => 1,
         _ => 2,
     };
     let mut row = Vec::with_capacity(blocks * bytes);
@@ -161,6 +161,21 @@ fn q4_k_matches_dequantized() {
 }
 
 #[test]
+fn q5_0_matches_dequantized() {
+    check(GgmlType::Q5_0, kernels::bytes::<1>, kernels::bytes::<4>);
+}
+
+#[test]
+fn iq4_nl_matches_dequantized() {
+    check(GgmlType::IQ4_NL, kernels::bytes::<1>, kernels::bytes::<4>);
+}
+
+#[test]
+fn iq4_xs_matches_dequantized() {
+    check(GgmlType::IQ4_XS, kernels::bytes::<1>, kernels::bytes::<4>);
+}
+
+#[test]
 fn dense_matches_f64_with_a_tail_and_alone_equals_grouped() {
     let mut rng = Rng(7);
     for n in [1, 7, 8, 16, 33, 576] {
@@ -227,6 +242,9 @@ fn rows_dequantize_as_their_blocks_do() {
         GgmlType::Q4_0,
         GgmlType::Q4_1,
         GgmlType::Q4_K,
+        GgmlType::Q5_0,
+        GgmlType::IQ4_NL,
+        GgmlType::IQ4_XS,
     ] {
         let blocks = 256 / ty.block_layout().0;
         let ggml = random_row(&mut rng, ty, blocks);
