@@ -5,7 +5,7 @@
 // contextUsage, worker mode and the OpenAI surface.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { openBrowser } from "./harness.mjs";
+import { memoryMeter, openBrowser } from "./harness.mjs";
 
 const MINI = "/models/wisp-mini/manifest.json";
 const SYSTEM = "You are a helpful assistant.";
@@ -46,13 +46,8 @@ describe("context budget", () => {
   });
 
   test("200 runs in one conversation: no error, the right tool each time, memory flat, the prefix cached", async (t) => {
-    const { page, context } = browser;
-    const cdp = await context.newCDPSession(page);
-    const measure = async () => {
-      await cdp.send("HeapProfiler.collectGarbage");
-      const { usedSize } = await cdp.send("Runtime.getHeapUsage");
-      return { heap: usedSize, wasm: await page.evaluate(() => window.soak.memory()) };
-    };
+    const { page } = browser;
+    const measure = await memoryMeter(browser);
     await page.evaluate(async (QUESTIONS) => {
       const { init } = await import("/pkg/index.js");
       const wasm = await init();

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildExtension } from "../../tools/build-extension.mjs";
-import { browserFor, openBrowser, pageHelpers } from "./harness.mjs";
+import { browserFor, memoryMeter, openBrowser, pageHelpers } from "./harness.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
 const read = (path) => readFile(new URL(path, ROOT));
@@ -616,13 +616,8 @@ describe("hardening: soak", () => {
   const browser = browserFor({ helpers: hardeningHelpers });
 
   test("200 agent runs with the bundled model: wasm memory and JS heap stay flat", async (t) => {
-    const { page, context } = browser;
-    const cdp = await context.newCDPSession(page);
-    const measure = async () => {
-      await cdp.send("HeapProfiler.collectGarbage");
-      const { usedSize } = await cdp.send("Runtime.getHeapUsage");
-      return { heap: usedSize, wasm: await page.evaluate(() => window.soak.memory()) };
-    };
+    const { page } = browser;
+    const measure = await memoryMeter(browser);
     await page.evaluate(async () => {
       const { createAgent, init } = await import("/pkg/index.js");
       const { demoTools } = await import("/www/tools.js");

@@ -93,3 +93,16 @@ export function browserFor(options) {
   });
   return browser;
 }
+
+/**
+ * A meter of `browser`'s page: each call collects garbage and gives `{ heap, wasm }`, the JS heap in use
+ * and what the page's `window.soak.memory()` reports (the test defines it: wasm memory in bytes).
+ */
+export async function memoryMeter({ page, context }) {
+  const cdp = await context.newCDPSession(page);
+  return async () => {
+    await cdp.send("HeapProfiler.collectGarbage");
+    const { usedSize } = await cdp.send("Runtime.getHeapUsage");
+    return { heap: usedSize, wasm: await page.evaluate(() => window.soak.memory()) };
+  };
+}
