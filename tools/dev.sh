@@ -21,16 +21,23 @@ case "${1:-}" in
     exec node tools/serve.mjs "${PORT:-8080}"
     ;;
   test)
+    # Each phase prints its time, so that a slow CI run shows where the minutes went.
+    phase() {
+      local t=$SECONDS
+      "$@"
+      echo "npm test: ${*} took $((SECONDS - t)) s" >&2
+    }
+    echo "npm test: tools/setup.sh took ${SECONDS} s" >&2
     # Plain Node tests first (no build, under a second): the error catalogue checked across its copies.
-    node --test tests/node/
+    phase node --test tests/node/
     # With `threads`: the CPU tests then also run the threaded loops (tests/cpu_threads.rs and the
     # thread tests of src/backend/cpu need it).
-    cargo test --quiet --features threads
-    bash tools/fuzz.sh 10
-    bash tools/build-pkg.sh
+    phase cargo test --quiet --features threads
+    phase bash tools/fuzz.sh 10
+    phase bash tools/build-pkg.sh
     # The kernels of the modules just built, in wasm (reuses their dependencies' builds).
-    bash tools/wasm-kernel-tests.sh
-    node --test --test-concurrency=1 tests/browser/
+    phase bash tools/wasm-kernel-tests.sh
+    phase node --test --test-concurrency=1 tests/browser/
     ;;
   *)
     echo "usage: tools/dev.sh build|demo|test|ask" >&2
