@@ -6,6 +6,7 @@ export type WispErrorCode =
   | "INVALID_MANIFEST"
   | "INVALID_WEIGHTS"
   | "UNSUPPORTED_WEIGHTS"
+  | "INVALID_ADAPTER"
   | "CONTEXT_OVERFLOW"
   | "CONTEXT_POLICY"
   | "MODEL_TOO_LARGE"
@@ -111,7 +112,13 @@ export interface BundleFile {
 export interface Manifest {
   format: "wisp-bundle/1";
   name: string;
-  files: { weights: BundleFile; config?: BundleFile; tokenizer?: BundleFile; chat_template?: BundleFile };
+  files: {
+    weights: BundleFile;
+    config?: BundleFile;
+    tokenizer?: BundleFile;
+    chat_template?: BundleFile;
+    adapters?: Array<BundleFile & { scale?: number }>;
+  };
   tool_call_format?: "hermes" | "llama3_json";
   stop: string[];
   context_length?: number;
@@ -269,6 +276,16 @@ export class Model {
        * worker, at the size of its first threaded load.
        */
       threads?: number;
+      /**
+       * LoRA adapters in llama.cpp's GGUF format, applied on top of the weights (and after a bundle's
+       * own `files.adapters`): `scale` is llama.cpp's (`--lora-scaled`), default 1.
+       */
+      adapters?: Array<{ url: string | URL; scale?: number } | { bytes: Uint8Array | ArrayBuffer; scale?: number }>;
+      /**
+       * Where a bundle's `files.weights` is served when not beside its manifest (a base model kept
+       * elsewhere): a URL or the bytes. The manifest's sha256 and size are still checked.
+       */
+      baseWeights?: string | URL | Uint8Array | ArrayBuffer;
     },
   ): Promise<Model>;
   /** Where the model runs, why, and on the CPU how many threads. */

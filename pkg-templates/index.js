@@ -262,7 +262,23 @@ export async function parseManifest(text) {
 
 // What a load rejects with when a file's bytes are not a model it can use: from a cached file, the cue to
 // download it again.
-const STALE_CODES = new Set(["INVALID_WEIGHTS", "UNSUPPORTED_WEIGHTS", "INVALID_MODEL"]);
+const STALE_CODES = new Set(["INVALID_WEIGHTS", "UNSUPPORTED_WEIGHTS", "INVALID_MODEL", "INVALID_ADAPTER"]);
+
+/** The `adapters` option checked: `[{ url | bytes, scale? }]`. */
+function checkAdapters(adapters) {
+  const bad = (why) => new WispError("INVALID_REQUEST", `adapters: ${why}`);
+  if (!Array.isArray(adapters)) throw bad("must be an array of { url | bytes, scale }");
+  for (const [i, a] of adapters.entries()) {
+    if (a === null || typeof a !== "object") throw bad(`[${i}] must be { url | bytes, scale }`);
+    const unknown = Object.keys(a).find((k) => !["url", "bytes", "scale"].includes(k));
+    if (unknown) throw bad(`[${i}] has an unknown field '${unknown}'`);
+    if ((a.url === undefined) === (a.bytes === undefined)) throw bad(`[${i}] needs exactly one of url and bytes`);
+    if (a.bytes !== undefined && !toBytes(a.bytes)) throw bad(`[${i}].bytes must be a Uint8Array or an ArrayBuffer`);
+    if (a.scale !== undefined && !(typeof a.scale === "number" && Number.isFinite(a.scale))) {
+      throw bad(`[${i}].scale must be a finite number`);
+    }
+  }
+}
 
 // Text files (manifest, config, chat template) must be UTF-8: a lenient decoder would turn bad bytes into
 // U+FFFD and load a model with a silently different configuration or template.
@@ -270,7 +286,8 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 // `module`: the (initialized) core module whose manifest parser to use. `fetched` lists the downloads
 // (`fetchFile`'s results with their `url`), to be kept in the cache once the model loaded.
-async function resolveSource(source, fetchOptions, module) {
+// `extra`: the `adapters` and `baseWeights` load options.
+async function resolveSource(source, fetchOptions, module, extra = {}) {
   const fetched = [];
   // `file`: the manifest's entry (sha256, size); `prefer`: as fetchFile's.
   const get = async (item, file = {}, prefer = undefined) => {
@@ -288,8 +305,13 @@ async function resolveSource(source, fetchOptions, module) {
       throw new WispError(code, `${item} is not UTF-8 text`);
     }
   };
+  const optionAdapters = async () =>
+    Promise.all((extra.adapters ?? []).map(async (a) => ({ bytes: await get(a.bytes ?? resolveUrl(a.url)), scale: a.scale ?? 1 })));
+  if (extra.baseWeights !== undefined && !source?.bundle) {
+    throw new WispError("INVALID_REQUEST", "baseWeights names where a bundle's weights are served; this source is no bundle");
+  }
   if (toBytes(source) || typeof source === "string" || source instanceof URL) {
-    return { weights: await get(source), fetched };
+    return { weights: await get(source), adapters: await optionAdapters(), fetched };
   }
   if (source && source.bundle) {
     const base = resolveUrl(source.bundle);
@@ -297,9 +319,15 @@ async function resolveSource(source, fetchOptions, module) {
     const manifest = await guard(async () => module.parseManifest(await text(base, {}, "INVALID_MANIFEST", "network")));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
+    const base = extra.baseWeights;
     return {
       manifest,
-      weights: await get(at(f.weights), f.weights),
+      // The manifest's sha256 and size still hold for a base file served elsewhere.
+      weights: await get(base === undefined ? at(f.weights) : toBytes(base) ?? resolveUrl(base), f.weights),
+      adapters: [
+        ...(await Promise.all((f.adapters ?? []).map(async (a) => ({ bytes: await get(at(a), a), scale: a.scale ?? 1 })))),
+        ...(await optionAdapters()),
+      ],
       tokenizer: f.tokenizer ? await get(at(f.tokenizer), f.tokenizer) : undefined,
       config: f.config ? await text(at(f.config), f.config) : undefined,
       chatTemplate: f.chat_template ? await text(at(f.chat_template), f.chat_template) : undefined,
@@ -312,6 +340,7 @@ async function resolveSource(source, fetchOptions, module) {
     const config = source.config;
     return {
       weights: await get(source.weights),
+      adapters: await optionAdapters(),
       tokenizer: source.tokenizer ? await get(source.tokenizer) : undefined,
       config: config === undefined || typeof config === "string" ? config : JSON.stringify(config),
       chatTemplate: source.chatTemplate,
@@ -349,11 +378,14 @@ export class Model {
    * chatTemplate }` (URLs or bytes; `config` a config.json object or text). `options`: `{ onProgress,
    * signal, cache (default true), chunkLen, contextLen, backend ("auto", "webgpu", "cpu"), threads }`;
    * `threads`: the CPU backend's threads in a worker of a cross-origin isolated page (default
-   * `navigator.hardwareConcurrency`; 1 keeps the single-threaded module). Progress events: `{ phase:
+   * `navigator.hardwareConcurrency`; 1 keeps the single-threaded module), `adapters` (`[{ url | bytes,
+   * scale }]`, LoRA adapters in llama.cpp's GGUF format), `baseWeights` (a bundle's weights from
+   * elsewhere: a URL or bytes, checked against the manifest's sha256). Progress events: `{ phase:
    * "download", file, loaded, total }`, then `{ phase: "build" }`, then `{ phase: "ready" }`.
    */
   static async load(source, options = {}) {
-    const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads } = options;
+    const { onProgress, signal, cache = true, chunkLen, contextLen, backend = "auto", threads, adapters = [], baseWeights } = options;
+    checkAdapters(adapters);
     checkInput(source?.chatTemplate, "chatTemplate", "INVALID_MODEL");
     checkInput(source?.config, "config", "INVALID_MODEL");
     const pick = await moduleFor(backend, threads);
@@ -362,7 +394,7 @@ export class Model {
     let spec;
     const build = async () => {
       spec = undefined;
-      spec = await resolveSource(source, { onProgress, signal, cache }, module);
+      spec = await resolveSource(source, { onProgress, signal, cache }, module, { adapters, baseWeights });
       if (aborted()) throw aborted();
       onProgress?.({ phase: "build" });
       const inner = await guard(() =>
@@ -374,7 +406,7 @@ export class Model {
           reason: pick.reason,
           contextLen: contextLen ?? spec.contextLen,
           stop: spec.stop ?? [],
-        }),
+        }, spec.adapters),
       );
       return inner;
     };

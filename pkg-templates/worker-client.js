@@ -2,6 +2,7 @@
 // dedicated Web Worker (worker.js). Large model bytes are transferred, not copied; an AbortSignal aborts
 // the call in the worker.
 import { WispError } from "./errors.js";
+import { resolveUrl } from "./fetch.js";
 import { checkInput } from "./requests.js";
 import { queueOf } from "./queue.js";
 import { threading } from "./threading.js";
@@ -82,6 +83,10 @@ export class WorkerModel {
   /** As `Model.load`, with the model in a new module worker (or `options.worker`). */
   static async load(source, options = {}) {
     const { onProgress, signal, worker, ...rest } = options;
+    // URLs relative to the page, made absolute here: in the worker they would be relative to worker.js.
+    const absolute = (u) => (typeof u === "string" || u instanceof URL ? String(resolveUrl(u)) : u);
+    if (Array.isArray(rest.adapters)) rest.adapters = rest.adapters.map((a) => (a?.url === undefined ? a : { ...a, url: absolute(a.url) }));
+    if (rest.baseWeights !== undefined) rest.baseWeights = absolute(rest.baseWeights);
     const channel = new Channel(worker ?? threading.worker?.() ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
     try {
       const info = await channel.call("load", { source, options: rest }, {

@@ -49,6 +49,11 @@ pub enum WispError {
     /// (a count, size or offset that does not fit the bytes), or a tensor or metadata key it lacks.
     #[error("invalid weights file: {0}")]
     InvalidWeights(String),
+    /// A LoRA adapter that does not fit its base model: not a GGUF LoRA adapter, another architecture, a
+    /// tensor that names no weight of the model, a missing half, a wrong shape or a bad alpha. The message
+    /// names the tensor or key.
+    #[error("invalid adapter: {0}")]
+    InvalidAdapter(String),
     /// The weights file is well formed but holds something this reader cannot convert yet
     /// (a quantization or dtype we do not decode).
     #[error("unsupported weights: {0}")]
@@ -129,6 +134,7 @@ impl WispError {
             WispError::InvalidManifest(_) => "INVALID_MANIFEST",
             WispError::InvalidWeights(_) => "INVALID_WEIGHTS",
             WispError::UnsupportedWeights(_) => "UNSUPPORTED_WEIGHTS",
+            WispError::InvalidAdapter(_) => "INVALID_ADAPTER",
             WispError::InvalidRequest(_) => "INVALID_REQUEST",
             WispError::AllTokensMasked(_) => "ALL_TOKENS_MASKED",
             WispError::InvalidTool(_) => "INVALID_TOOL",
@@ -163,6 +169,7 @@ mod tests {
             WispError::InvalidManifest("x".into()),
             WispError::InvalidWeights("x".into()),
             WispError::UnsupportedWeights("x".into()),
+            WispError::InvalidAdapter("x".into()),
             WispError::InvalidRequest("x".into()),
             WispError::AllTokensMasked("x".into()),
             WispError::InvalidTool("x".into()),

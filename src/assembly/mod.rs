@@ -40,6 +40,9 @@ pub struct LoadOptions {
     /// Strings that end the model's turn (a bundle's `stop`).
     #[serde(default)]
     pub stop: Vec<String>,
+    /// LoRA adapters (GGUF bytes and scale); the facade passes their bytes beside the options.
+    #[serde(skip)]
+    pub adapters: Vec<(Vec<u8>, f32)>,
 }
 
 /// One generation's options, as `generate()` and agent turns send them.
@@ -93,6 +96,9 @@ impl AssembledModel {
         options: LoadOptions,
     ) -> Result<Self> {
         let (config, mut source) = ModelWeights::load(weights, options.config.as_deref())?;
+        if !options.adapters.is_empty() {
+            source.set_adapters(&config, &options.adapters)?;
+        }
         let tokenizer = match (tokenizer, source.metadata()) {
             (Some(json), _) => Some(Tokenizer::from_json(json)?),
             (None, Some(meta)) if meta.get("tokenizer.ggml.tokens").is_some() => {
@@ -187,7 +193,13 @@ impl AssembledModel {
             .as_ref()
             .map(|f| read(&f.path))
             .transpose()?;
+        let adapters = files
+            .adapters
+            .iter()
+            .map(|a| Ok((read(&a.path)?, a.scale.unwrap_or(1.0))))
+            .collect::<Result<Vec<_>>>()?;
         let options = LoadOptions {
+            adapters,
             config: files.config.as_ref().map(|f| text(&f.path)).transpose()?,
             chat_template: files
                 .chat_template

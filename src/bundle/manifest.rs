@@ -34,6 +34,33 @@ pub struct BundleFiles {
     /// A Jinja chat template; GGUF files may carry their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template: Option<BundleFile>,
+    /// LoRA adapters (llama.cpp's GGUF format) applied to `weights`: one cached base file serves every
+    /// bundle that names it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapters: Vec<AdapterFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterFile {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The adapter's strength (llama.cpp's `--lora-scaled`); 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f32>,
+}
+
+impl AdapterFile {
+    pub fn file(&self) -> BundleFile {
+        BundleFile {
+            path: self.path.clone(),
+            sha256: self.sha256.clone(),
+            size: self.size,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +181,14 @@ impl Manifest {
         ] {
             if let Some(file) = file {
                 check_file(role, file)?;
+            }
+        }
+        for (i, a) in f.adapters.iter().enumerate() {
+            check_file(&format!("adapters[{i}]"), &a.file())?;
+            if let Some(s) = a.scale.filter(|s| !s.is_finite()) {
+                return Err(invalid(format!(
+                    "files.adapters[{i}].scale {s} is not finite"
+                )));
             }
         }
         match manifest.context_length {

@@ -23,13 +23,15 @@ pub struct Model {
 impl Model {
     /// Builds and compiles a model from GGUF or safetensors bytes, with an optional `tokenizer.json`.
     /// `options`: `{ config, chatTemplate, chunkLen, contextLen }`; GGUF files bring their own
-    /// configuration, tokenizer and template.
+    /// configuration, tokenizer and template. `adapters`: `[{ bytes: Uint8Array, scale: number }]`, LoRA
+    /// adapters in llama.cpp's GGUF format.
     pub async fn load(
         weights: Vec<u8>,
         tokenizer: Option<Vec<u8>>,
         options: JsValue,
+        adapters: Option<js_sys::Array>,
     ) -> std::result::Result<Model, JsValue> {
-        let options: LoadOptions = if options.is_undefined() || options.is_null() {
+        let mut options: LoadOptions = if options.is_undefined() || options.is_null() {
             LoadOptions::default()
         } else {
             serde_wasm_bindgen::from_value(options).map_err(|e| {
@@ -38,6 +40,22 @@ impl Model {
                 )))
             })?
         };
+        if let Some(adapters) = adapters {
+            options.adapters = adapters
+                .iter()
+                .map(|a| {
+                    let get = |k: &str| js_sys::Reflect::get(&a, &JsValue::from_str(k));
+                    let bytes = get("bytes")?.dyn_into::<js_sys::Uint8Array>()?.to_vec();
+                    let scale = get("scale")?.as_f64().unwrap_or(1.0) as f32;
+                    Ok((bytes, scale))
+                })
+                .collect::<std::result::Result<Vec<_>, JsValue>>()
+                .map_err(|_| {
+                    to_js(WispError::InvalidRequest(
+                        "adapters must be [{ bytes: Uint8Array, scale: number }]".into(),
+                    ))
+                })?;
+        }
         let inner = AssembledModel::load(&weights, tokenizer.as_deref(), options)
             .await
             .map_err(to_js)?;

@@ -1,14 +1,19 @@
 //! A model's weights as the graph builder asks for them (Hugging Face tensor names and layouts), from a
 //! GGUF file or from safetensors plus `config.json`.
 
+use std::collections::BTreeMap;
+
 use crate::error::{Result, WispError};
 use crate::graph::WeightProvider;
 use crate::model::{Family, ModelConfig, RopeStyle};
 use crate::weights::gguf::Metadata;
+use crate::weights::lora::{Adapter, Adapters};
 use crate::weights::Weights;
 
 pub struct ModelWeights<'a> {
     pub(crate) weights: Weights<'a>,
+    /// LoRA adapters' terms, by the GGUF name of the weight each adapts.
+    pub(crate) adapters: Adapters,
 }
 
 /// The GGUF name (llama.cpp's convention) of a Hugging Face tensor name.
@@ -63,13 +68,89 @@ impl<'a> ModelWeights<'a> {
                 ))
             }
         };
-        Ok((config, ModelWeights { weights }))
+        Ok((
+            config,
+            ModelWeights {
+                weights,
+                adapters: Adapters::default(),
+            },
+        ))
+    }
+
+    /// Adds LoRA adapters (`(GGUF bytes, scale)`), each checked against `config`: its architecture, and
+    /// that every term adapts a projection (or the untied head) of the model at its shape.
+    pub fn set_adapters(
+        &mut self,
+        config: &ModelConfig,
+        adapters: &[(Vec<u8>, f32)],
+    ) -> Result<()> {
+        let arch = match config.family {
+            Family::Llama => "llama",
+            Family::Qwen2 => "qwen2",
+            Family::Qwen3 => "qwen3",
+        };
+        let parsed = adapters
+            .iter()
+            .map(|(bytes, scale)| Adapter::parse(bytes, arch, *scale))
+            .collect::<Result<Vec<_>>>()?;
+        let mut adapters = Adapters::new(parsed, &adapted_weights(config))?;
+        // llama.cpp stores a Llama's q and k rows permuted for its rope, and so do its adapters; weights
+        // from safetensors keep Hugging Face's order, so the adapters' rows are put back in it.
+        if config.family == Family::Llama && config.rope_style == RopeStyle::Halves {
+            let hd = config.head_dim;
+            let order = |heads: usize| -> Vec<usize> {
+                (0..heads * hd)
+                    .map(|r| {
+                        let (h, j, i) = (r / hd, r % hd / (hd / 2), r % (hd / 2));
+                        h * hd + 2 * i + j
+                    })
+                    .collect()
+            };
+            adapters.permute_rows(|name| {
+                if name.ends_with(".attn_q.weight") {
+                    Some(order(config.num_heads))
+                } else if name.ends_with(".attn_k.weight") {
+                    Some(order(config.num_kv_heads))
+                } else {
+                    None
+                }
+            });
+        }
+        self.adapters = adapters;
+        Ok(())
     }
 
     /// GGUF metadata (the tokenizer and chat template live there), if the file is GGUF.
     pub fn metadata(&self) -> Option<&Metadata<'a>> {
         self.weights.metadata()
     }
+}
+
+/// The weights an adapter may adapt, by GGUF name, with their `[rows, cols]`.
+fn adapted_weights(config: &ModelConfig) -> BTreeMap<String, (usize, usize)> {
+    let (d, ff) = (config.hidden_size, config.intermediate_size);
+    let (qw, kw) = (
+        config.num_heads * config.head_dim,
+        config.num_kv_heads * config.head_dim,
+    );
+    let mut out = BTreeMap::new();
+    for l in 0..config.num_layers {
+        for (part, shape) in [
+            ("attn_q", (qw, d)),
+            ("attn_k", (kw, d)),
+            ("attn_v", (kw, d)),
+            ("attn_output", (d, qw)),
+            ("ffn_gate", (ff, d)),
+            ("ffn_up", (ff, d)),
+            ("ffn_down", (d, ff)),
+        ] {
+            out.insert(format!("blk.{l}.{part}.weight"), shape);
+        }
+    }
+    if !config.tie_word_embeddings {
+        out.insert("output.weight".into(), (config.vocab_size, d));
+    }
+    out
 }
 
 impl WeightProvider for ModelWeights<'_> {
@@ -86,7 +167,13 @@ impl WeightProvider for ModelWeights<'_> {
                 "tensor '{file_name}' has shape {shape:?}; the configuration needs {dims:?}"
             )));
         }
-        self.weights.to_f32(&file_name)
+        let mut values = self.weights.to_f32(&file_name)?;
+        if let Some(gguf) = gguf_name(name) {
+            for term in self.adapters.terms(&gguf) {
+                term.merge_into(&mut values);
+            }
+        }
+        Ok(values)
     }
 }
 

@@ -6,6 +6,7 @@
 //! so both formats agree: GGUF stores dims innermost first, and its reader reverses them.
 
 pub mod gguf;
+pub mod lora;
 pub mod quant;
 pub mod safetensors;
 

@@ -10,6 +10,7 @@ use super::dot::QK;
 use super::{kernels, layer, parallel};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
+use crate::weights::lora::LowRank;
 
 /// Row data: f32 values, or blocks in a kernel layout.
 enum Data {
@@ -35,6 +36,8 @@ pub(crate) struct Matrix {
     rows: usize,
     cols: usize,
     data: Data,
+    /// LoRA adapters' terms, added to every product (the weights themselves stay as the file has them).
+    low_rank: Vec<LowRank>,
 }
 
 impl Matrix {
@@ -44,6 +47,31 @@ impl Matrix {
             rows,
             cols,
             data: Data::F32(values),
+            low_rank: Vec::new(),
+        }
+    }
+
+    /// The matrix with adapters' terms (their shapes checked against the weight by `Adapters::new`).
+    pub fn with_low_rank(mut self, terms: &[LowRank]) -> Self {
+        self.low_rank = terms.to_vec();
+        self
+    }
+
+    /// `scale A x` of each low-rank term for each token row, `[term][token]`: made once per pass for
+    /// every band.
+    fn low_rank_inputs(&self, rows: &[&[f32]]) -> Vec<Vec<Vec<f32>>> {
+        self.low_rank
+            .iter()
+            .map(|t| rows.iter().map(|x| t.down(x)).collect())
+            .collect()
+    }
+
+    /// Adds the low-rank terms to the band's products `outs[t]`.
+    fn add_low_rank(&self, inputs: &[Vec<Vec<f32>>], band: Range<usize>, outs: &mut [&mut [f32]]) {
+        for (term, per_token) in self.low_rank.iter().zip(inputs) {
+            for (out, ax) in outs.iter_mut().zip(per_token) {
+                term.up(ax, band.clone(), out);
+            }
         }
     }
 
@@ -71,6 +99,7 @@ impl Matrix {
                     bytes,
                     row_bytes: cols / QK * layout.block_bytes(),
                 },
+                low_rank: Vec::new(),
             },
             None => Self::dense(rows, cols, t.to_f32()?),
         })
@@ -200,12 +229,17 @@ pub(crate) fn products(group: &mut [(&Matrix, &mut [f32])], x: &[f32], pass: Pas
     let work = matrices.iter().fold(0usize, |w, m| {
         w.saturating_add(m.rows.saturating_mul(x.len()))
     });
+    let low_rank: Vec<_> = matrices
+        .iter()
+        .map(|m| m.low_rank_inputs(&input.rows))
+        .collect();
     let outs = group
         .iter_mut()
         .map(|(m, out)| (&mut **out, m.rows))
         .collect();
     parallel::for_each_band_of(outs, work, |i, band, outs| {
-        matrices[i].band(&input, band, outs)
+        matrices[i].band(&input, band.clone(), outs);
+        matrices[i].add_low_rank(&low_rank[i], band, outs);
     });
     Ok(())
 }
@@ -228,11 +262,17 @@ pub(crate) fn swiglu_products(
     }
     let input = Input::new(x, gate.cols, pass, &[gate, up])?;
     let work = gate.rows.saturating_mul(x.len()).saturating_mul(2);
+    let (gate_low, up_low) = (
+        gate.low_rank_inputs(&input.rows),
+        up.low_rank_inputs(&input.rows),
+    );
     parallel::for_each_band_of(vec![(out, gate.rows)], work, |_, band, outs| {
         gate.band(&input, band.clone(), outs);
+        gate.add_low_rank(&gate_low, band.clone(), outs);
         let mut ups = vec![0.0; outs.len() * band.len()];
         let mut up_outs: Vec<&mut [f32]> = ups.chunks_exact_mut(band.len().max(1)).collect();
-        up.band(&input, band, &mut up_outs);
+        up.band(&input, band.clone(), &mut up_outs);
+        up.add_low_rank(&up_low, band, &mut up_outs);
         for (g, u) in outs.iter_mut().zip(&up_outs) {
             layer::swiglu(g, u);
         }

@@ -54,6 +54,7 @@ impl CpuWeights {
 
 struct Loader<'w, 'a> {
     weights: &'w Weights<'a>,
+    source: &'w ModelWeights<'a>,
 }
 
 impl Loader<'_, '_> {
@@ -79,7 +80,16 @@ impl Loader<'_, '_> {
         self.weights.to_f32(&file_name)
     }
 
+    /// A projection, with the adapters' terms for it.
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+        let matrix = self.plain_matrix(name, rows, cols)?;
+        Ok(match gguf_name(name) {
+            Some(gguf) => matrix.with_low_rank(self.source.adapters.terms(&gguf)),
+            None => matrix,
+        })
+    }
+
+    fn plain_matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
         let file_name = self.checked(name, &[rows, cols])?;
         match self.weights {
             Weights::Gguf(f) => {
@@ -110,6 +120,7 @@ impl Loader<'_, '_> {
 pub(crate) fn load(config: &ModelConfig, weights: &ModelWeights) -> Result<CpuWeights> {
     let w = Loader {
         weights: &weights.weights,
+        source: weights,
     };
     let (d, ff, v) = (
         config.hidden_size,
