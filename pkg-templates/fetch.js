@@ -80,6 +80,12 @@ async function mismatch(bytes, { sha256, size }) {
   return null;
 }
 
+/** Rejects with HASH_MISMATCH when `bytes` (given, not fetched) are not the file a manifest entry describes. */
+export async function checkBytes(bytes, file, what) {
+  const why = await mismatch(bytes, file);
+  if (why) throw new WispError("HASH_MISMATCH", `${what} ${why}`);
+}
+
 // A network request for `href`: the response, or null when the network cannot be reached (offline, DNS, a
 // refused connection). `headers`: a conditional request's validators.
 async function request(href, signal, headers = {}) {

@@ -1,7 +1,7 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
 import { WispError, crashCount, crashedError, freshImport, onCrash, toWispError } from "./errors.js";
-import { clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
+import { checkBytes, clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
 import { checkInput, generationRequest } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
@@ -292,7 +292,10 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
   // `file`: the manifest's entry (sha256, size); `prefer`: as fetchFile's.
   const get = async (item, file = {}, prefer = undefined) => {
     const bytes = toBytes(item);
-    if (bytes) return bytes;
+    if (bytes) {
+      await checkBytes(bytes, file, "the bytes given for the manifest's weights");
+      return bytes;
+    }
     const got = await fetchFile(item, { ...fetchOptions, sha256: file.sha256, size: file.size, prefer });
     fetched.push({ url: item, ...got });
     return got.bytes;
@@ -319,11 +322,11 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
     const manifest = await guard(async () => module.parseManifest(await text(base, {}, "INVALID_MANIFEST", "network")));
     const at = (file) => new URL(file.path, base);
     const f = manifest.files;
-    const base = extra.baseWeights;
+    const elsewhere = extra.baseWeights;
     return {
       manifest,
       // The manifest's sha256 and size still hold for a base file served elsewhere.
-      weights: await get(base === undefined ? at(f.weights) : toBytes(base) ?? resolveUrl(base), f.weights),
+      weights: await get(elsewhere === undefined ? at(f.weights) : toBytes(elsewhere) ?? resolveUrl(elsewhere), f.weights),
       adapters: [
         ...(await Promise.all((f.adapters ?? []).map(async (a) => ({ bytes: await get(at(a), a), scale: a.scale ?? 1 })))),
         ...(await optionAdapters()),

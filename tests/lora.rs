@@ -1,26 +1,37 @@
-//! LoRA adapters (llama.cpp's GGUF format) against llama.cpp: the quantized fixture model plus a random
-//! rank-4 adapter on every projection and the head (tools/make_lora_fixtures.py), loaded as pages load
-//! it (`AssembledModel` with `adapters`), on the CPU backend (quantized products plus low-rank terms) and
-//! the GPU backend (the adapter merged into f32 weights). Flawed adapters are refused with
-//! INVALID_ADAPTER naming the flaw.
+//! LoRA adapters (llama.cpp's GGUF format), loaded as pages load them (`AssembledModel` with `adapters`),
+//! on the CPU backend (low-rank terms beside the weights) and the GPU backend (merged into f32 weights):
+//! the f32 fixture Llama plus a random adapter against llama.cpp's logits, the quantized fixture plus an
+//! adapter of every projection and the head CPU against GPU (tools/make_lora_fixtures.py), and flawed
+//! adapters refused with INVALID_ADAPTER naming the flaw.
 
 #[path = "support/argmax.rs"]
 mod argmax;
 
 #[path = "support/decoder_reference.rs"]
 mod decoder_reference;
-use decoder_reference::{dir, reference, Case};
+use decoder_reference::{dir, reference};
 
 use wisp::assembly::{AssembledModel, LoadOptions};
 
+/// The quantized fixture (llama-quant.gguf) on `backend` with `adapters`.
 fn load(backend: &str, adapters: Vec<(Vec<u8>, f32)>) -> wisp::Result<AssembledModel> {
     let base = std::fs::read(dir().join("llama-quant.gguf")).unwrap();
+    load_bytes(&base, None, backend, adapters)
+}
+
+fn load_bytes(
+    weights: &[u8],
+    config: Option<String>,
+    backend: &str,
+    adapters: Vec<(Vec<u8>, f32)>,
+) -> wisp::Result<AssembledModel> {
     pollster::block_on(AssembledModel::load(
-        &base,
+        weights,
         None,
         LoadOptions {
             backend: Some(backend.into()),
             context_len: Some(64),
+            config,
             adapters,
             ..LoadOptions::default()
         },
@@ -37,67 +48,48 @@ fn logits(model: &AssembledModel, tokens: &[u32]) -> Vec<Vec<f32>> {
     pollster::block_on(dec.forward(tokens)).unwrap()
 }
 
-/// The largest difference from llama.cpp's row as a share of that row's spread; the greedy token must
-/// agree where llama.cpp's top two are apart by more than twice the difference.
-fn share(row: &[f32], want: &[f32], want_argmax: usize, at: usize) -> f32 {
-    let (lo, hi) = want
-        .iter()
-        .fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    let diff = row
-        .iter()
-        .zip(want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
-    let mut sorted = want.to_vec();
-    sorted.sort_by(|a, b| b.total_cmp(a));
-    if sorted[0] - sorted[1] > 2.0 * diff {
-        assert_eq!(argmax::argmax(row), want_argmax, "greedy token at {at}");
-    }
-    diff / (hi - lo)
-}
-
-/// Both engines round activations their own way for quantized products (llama.cpp to q8 blocks, Wisp to
-/// i16, the GPU not at all): 1% of a row's spread, as the quantized fixture's own test allows. Without
-/// the adapter the rows are further off than that (checked below), so the bound tests the adapter.
-const TOLERANCE: f32 = 0.01;
-
-fn worst(model: &AssembledModel, cases: &[Case]) -> f32 {
-    let mut worst = 0.0f32;
-    for case in cases {
-        let rows = logits(model, &case.tokens);
-        for (i, row) in rows.iter().enumerate() {
-            worst = worst.max(share(row, &case.logits[i], case.argmax[i], i));
-        }
-    }
-    worst
-}
-
+/// The f32 Llama (safetensors, Hugging Face's q/k row order) plus llama.lora.gguf against llama.cpp on
+/// the same weights and adapter, with the same greedy tokens and within 2e-3 (logits spread ~3): llama.cpp
+/// multiplies f16 tensors with activations rounded to f16, which moves the adapter's term by up to 7e-4
+/// here (the weights are f32 on both sides; our CPU and GPU agree with each other to 1e-6).
 fn matches_llama_cpp(backend: &str) {
-    let reference = reference("llama-quant-lora");
-    let with = load(backend, vec![(adapter(), 1.0)]).expect("the model loads with the adapter");
-    let adapted = worst(&with, &reference.cases);
-    eprintln!(
-        "{backend}: worst difference from llama.cpp with the adapter: {adapted:.5} of the spread"
-    );
-    assert!(adapted <= TOLERANCE, "{backend}: {adapted}");
-    let without = load(backend, Vec::new()).unwrap();
-    let mut base_off = 0.0f32;
+    let weights = std::fs::read(dir().join("llama.safetensors")).unwrap();
+    let config = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();
+    let adapter = std::fs::read(dir().join("llama.lora.gguf")).unwrap();
+    let model = load_bytes(
+        &weights,
+        Some(config.clone()),
+        backend,
+        vec![(adapter, 1.0)],
+    )
+    .expect("the model loads with the adapter");
+    let reference = reference("llama-lora");
     for case in &reference.cases {
-        for (row, want) in logits(&without, &case.tokens).iter().zip(&case.logits) {
-            let (lo, hi) = want
+        for (i, row) in logits(&model, &case.tokens).iter().enumerate() {
+            let diff = row
                 .iter()
-                .fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-            let d = row
-                .iter()
-                .zip(want)
+                .zip(&case.logits[i])
                 .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f32::max);
-            base_off = base_off.max(d / (hi - lo));
+                .fold(0.0f32, f32::max);
+            assert!(diff <= 2e-3, "{backend}: position {i} max abs diff {diff}");
+            assert_eq!(
+                argmax::argmax(row),
+                case.argmax[i],
+                "{backend}: greedy token at {i}"
+            );
         }
     }
+    // The adapter is what brings the logits there: the base alone is far off.
+    let base = load_bytes(&weights, Some(config), backend, Vec::new()).unwrap();
+    let case = &reference.cases[0];
+    let off = logits(&base, &case.tokens)
+        .iter()
+        .zip(&case.logits)
+        .flat_map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y).abs()))
+        .fold(0.0f32, f32::max);
     assert!(
-        base_off > 10.0 * TOLERANCE,
-        "{backend}: the base model alone is within {base_off} of the adapted reference"
+        off > 0.5,
+        "{backend}: the base alone is within {off} of the adapted reference"
     );
 }
 
@@ -111,12 +103,44 @@ fn gpu_logits_with_an_adapter_match_llama_cpp() {
     matches_llama_cpp("webgpu");
 }
 
+/// Quantized weights with low-rank terms on the CPU against the GPU's f32 weights with the adapter merged:
+/// two independent paths, within the quantized fixture's tolerance (1% of a row's spread; the CPU rounds
+/// activations to i16 per block), while the adapter moves the logits by about a whole spread.
+#[test]
+fn quantized_cpu_terms_agree_with_the_merged_gpu_weights() {
+    let tokens = &reference("llama-quant").cases[0].tokens;
+    let cpu = logits(&load("cpu", vec![(adapter(), 1.0)]).unwrap(), tokens);
+    let gpu = logits(&load("webgpu", vec![(adapter(), 1.0)]).unwrap(), tokens);
+    let base = logits(&load("cpu", Vec::new()).unwrap(), tokens);
+    for (i, ((c, g), b)) in cpu.iter().zip(&gpu).zip(&base).enumerate() {
+        let (lo, hi) = g
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let diff = |x: &[f32]| {
+            x.iter()
+                .zip(g)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max)
+        };
+        assert!(
+            diff(c) <= 0.01 * (hi - lo),
+            "position {i}: {} of {}",
+            diff(c),
+            hi - lo
+        );
+        assert!(
+            diff(b) > 0.2 * (hi - lo),
+            "position {i}: the adapter barely moves the logits"
+        );
+    }
+}
+
 /// The low-rank terms keep the CPU backend's promise: a pass of several tokens gives the bits of
 /// one-token steps. Scale 0 gives the base model's bits; the same adapter twice at half scale gives the
 /// logits of one at full scale, within float error.
 #[test]
 fn cpu_terms_are_stepwise_exact_and_scale() {
-    let reference = reference("llama-quant-lora");
+    let reference = reference("llama-quant");
     let case = &reference.cases[0];
     let model = load("cpu", vec![(adapter(), 1.0)]).unwrap();
     let prefill = logits(&model, &case.tokens);

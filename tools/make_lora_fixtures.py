@@ -1,14 +1,20 @@
-"""A small random LoRA adapter (llama.cpp's GGUF format) over the quantized fixture model, with llama.cpp's
-logits for the base plus the adapter: the reference Wisp's adapters are checked against.
+"""Small random LoRA adapters (llama.cpp's GGUF format) for the tiny fixture models, with llama.cpp's logits
+for a base plus its adapter: the reference Wisp's adapters are checked against.
 
 Run once (not in CI); outputs are committed under tests/fixtures/decoders/:
     CMAKE_ARGS="-DGGML_NATIVE=ON" pip install llama-cpp-python==0.3.36 gguf numpy
     python3 tools/make_lora_fixtures.py
 
-llama.cpp needs a vocabulary to load a model, and llama-quant.gguf has none (Wisp's tests feed token ids):
-llama.cpp gets a copy with 256 byte-level tokens added to its metadata (a temporary file); the tensors are
-the same bytes. Every projection of both layers and the untied output head are adapted, rank 4, in f16,
-so the test covers quantized products with low-rank terms, the q/k row order and the head.
+- llama.lora.gguf over the f32 Llama (llama.safetensors, Hugging Face's row order): llama.cpp runs the
+  same weights from a temporary GGUF (q and k rows permuted as its converter writes them, a byte-level
+  vocabulary, since llama.cpp loads no model without one) with the adapter: llama-lora.json. f32 weights
+  on both sides, so the comparison is tight, and the adapter's q/k rows meet Hugging Face's order.
+- llama-quant.lora.gguf over the quantized fixture (llama-quant.gguf), every projection and the untied
+  head: no llama.cpp reference (llama.cpp's own activation rounding puts its base 3% of a row's spread
+  from the exact dequantized model, more than the check would allow), but the CPU backend's quantized
+  products with low-rank terms are checked against the GPU backend's merged f32 weights.
+- bad-adapters/: one flaw each, refused with INVALID_ADAPTER.
+Rank 4, alpha 8, f16 tensors.
 """
 import json
 import pathlib
@@ -18,41 +24,22 @@ import gguf
 import numpy as np
 
 from make_decoder_fixtures import OUT, SEQUENCES
+from make_quant_fixtures import HF_TO_GGUF, permute
 
 BASE = OUT / "llama-quant.gguf"
 ADAPTER = OUT / "llama-quant.lora.gguf"
 RANK, ALPHA = 4, 8.0
 
 
-def with_vocab(src, dst):
-    """`src` with a 256-token byte-level BPE vocabulary (what llama.cpp needs to load it)."""
-    r = gguf.GGUFReader(src)
-    w = gguf.GGUFWriter(dst, "llama")
-    for k, f in r.fields.items():
-        if k.startswith("GGUF.") or k == "general.architecture":
-            continue
-        v = f.parts[f.data[0]]
-        if f.types[0] == gguf.GGUFValueType.UINT32:
-            w.add_uint32(k, int(v[0]))
-        elif f.types[0] == gguf.GGUFValueType.FLOAT32:
-            w.add_float32(k, float(v[0]))
-        else:
-            raise SystemExit(f"unexpected key {k}")
+def add_vocab(w):
+    """A 256-token byte-level BPE vocabulary: llama.cpp loads no model without one (the tests feed ids)."""
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
     w.add_token_list([bytes_to_unicode()[b] for b in range(256)])
     w.add_token_types([gguf.TokenType.NORMAL] * 256)
-    w.add_token_merges([])
+    w.add_token_merges(["a b"])  # llama.cpp needs the key; one merge it never uses
     w.add_bos_token_id(0)
     w.add_eos_token_id(1)
-    for t in r.tensors:
-        data = np.array(t.data)
-        f32 = t.tensor_type == gguf.GGMLQuantizationType.F32
-        w.add_tensor(t.name, data, raw_shape=data.shape if f32 else None, raw_dtype=t.tensor_type)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def bytes_to_unicode():
@@ -68,9 +55,10 @@ def bytes_to_unicode():
     return {b: chr(c) for b, c in zip(bs, cs)}
 
 
-def write_adapter(rng):
-    r = gguf.GGUFReader(BASE)
-    w = gguf.GGUFWriter(str(ADAPTER), "llama")
+def write_adapter(base, out, rng):
+    """A random rank-4 adapter (f16) of every projection of `base` and its untied head."""
+    r = gguf.GGUFReader(base)
+    w = gguf.GGUFWriter(str(out), "llama")
     w.add_string("general.type", "adapter")
     w.add_string("adapter.type", "lora")
     w.add_float32("adapter.lora.alpha", ALPHA)
@@ -117,7 +105,19 @@ def write_bad_adapters():
 
 
 def llama_cpp_logits(model, adapter, ids):
+    import llama_cpp.llama_cpp as lib
     from llama_cpp import Llama
+
+    # llama.cpp's extra buffer types (AMX, repacked CPU weights) cannot hold an adapted weight's product
+    # and crash with one here: the plain CPU buffers, as llama.cpp's own LoRA tests run.
+    default = lib.llama_model_default_params
+
+    def plain_buffers():
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = plain_buffers
 
     llm = Llama(model_path=model, lora_path=adapter, n_ctx=64, n_batch=64, n_threads=2, logits_all=True,
                 verbose=False, use_mmap=False)
@@ -125,24 +125,64 @@ def llama_cpp_logits(model, adapter, ids):
     return np.array(llm.scores[: len(ids)], dtype=np.float32)
 
 
+def f32_base(dst):
+    """The tiny f32 Llama fixture (llama.safetensors) as a GGUF file for llama.cpp: q and k rows permuted as
+    llama.cpp's converter writes them, tied embeddings, a byte-level vocabulary."""
+    from safetensors.numpy import load_file
+
+    cfg = json.loads((OUT / "llama.config.json").read_text())
+    hf = load_file(OUT / "llama.safetensors")
+    w = gguf.GGUFWriter(dst, "llama")
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_rope_freq_base(cfg["rope_theta"])
+    add_vocab(w)
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        names[p + "input_layernorm.weight"] = f"blk.{i}.attn_norm.weight"
+        names[p + "post_attention_layernorm.weight"] = f"blk.{i}.ffn_norm.weight"
+        for proj, part in HF_TO_GGUF.items():
+            kind = "self_attn." if proj in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp."
+            names[p + kind + proj + ".weight"] = f"blk.{i}.{part}.weight"
+    for hf_name, name in names.items():
+        t = hf[hf_name].astype(np.float32)
+        heads = {"attn_q": cfg["num_attention_heads"], "attn_k": cfg["num_key_value_heads"]}.get(name.split(".")[-2])
+        if heads:
+            t = permute(t, heads)
+        w.add_tensor(name, t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def reference(base, adapter, name, note):
+    cases = []
+    for ids in SEQUENCES:
+        logits = llama_cpp_logits(base, adapter, ids)
+        plain = llama_cpp_logits(base, None, ids)
+        cases.append({"tokens": ids, "logits": np.round(logits, 6).tolist(), "argmax": logits.argmax(-1).tolist()})
+        print(name, "adapter moves the logits by", float(np.abs(logits - plain).max()),
+              "spread", float(np.ptp(logits, axis=-1).min()))
+    doc = {"reference": f"llama.cpp (llama-cpp-python 0.3.36) with the adapter {note} (tools/make_lora_fixtures.py)",
+           "rank": RANK, "alpha": ALPHA, "cases": cases}
+    (OUT / f"{name}.json").write_text(json.dumps(doc) + "\n")
+
+
 def main():
-    write_adapter(np.random.default_rng(7))
+    write_adapter(BASE, ADAPTER, np.random.default_rng(7))
     write_bad_adapters()
     with tempfile.TemporaryDirectory() as tmp:
-        base = str(pathlib.Path(tmp) / "base.gguf")
-        with_vocab(str(BASE), base)
-        cases = []
-        for ids in SEQUENCES:
-            logits = llama_cpp_logits(base, str(ADAPTER), ids)
-            plain = llama_cpp_logits(base, None, ids)
-            cases.append({"tokens": ids, "logits": np.round(logits, 6).tolist(),
-                          "argmax": logits.argmax(-1).tolist()})
-            print("adapter moves the logits by", float(np.abs(logits - plain).max()),
-                  "spread", float(np.ptp(logits, axis=-1).min()))
-    doc = {"reference": "llama.cpp (llama-cpp-python 0.3.36) with the adapter llama-quant.lora.gguf "
-                        "(tools/make_lora_fixtures.py)", "rank": RANK, "alpha": ALPHA, "cases": cases}
-    (OUT / "llama-quant-lora.json").write_text(json.dumps(doc) + "\n")
-    print("ok", [c["argmax"][:5] for c in cases])
+        base = str(pathlib.Path(tmp) / "llama.gguf")
+        f32_base(base)
+        write_adapter(base, OUT / "llama.lora.gguf", np.random.default_rng(8))
+        reference(base, str(OUT / "llama.lora.gguf"), "llama-lora", "llama.lora.gguf over llama.safetensors")
 
 
 if __name__ == "__main__":

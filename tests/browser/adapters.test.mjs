@@ -1,4 +1,4 @@
-// LoRA adapters in Chromium, against llama.cpp: the quantized fixture model plus a random rank-4 adapter
+// LoRA adapters in Chromium, against llama.cpp: the f32 fixture Llama plus a random rank-4 adapter
 // (tools/make_lora_fixtures.py) loaded by URL, by bytes and from a bundle manifest's files.adapters, on the
 // CPU backend (main module and the threaded one on 2 threads in a worker) and on WebGPU (the adapter
 // merged into the graph's f32 weights). Flawed adapters and options are refused with their codes, and the
@@ -9,12 +9,12 @@ import { before, describe, test } from "node:test";
 import { browserFor } from "./harness.mjs";
 
 const DIR = "/tests/fixtures/decoders";
-// As tests/lora.rs: llama.cpp and Wisp round quantized products' activations their own ways.
-const TOLERANCE = 0.01;
+// As tests/lora.rs: llama.cpp rounds activations to f16 for the adapter's f16 tensors (up to 7e-4 here).
+const TOLERANCE = 2e-3;
 
 let reference;
 before(async () => {
-  reference = JSON.parse(await readFile(new URL("../fixtures/decoders/llama-quant-lora.json", import.meta.url), "utf8"));
+  reference = JSON.parse(await readFile(new URL("../fixtures/decoders/llama-lora.json", import.meta.url), "utf8"));
 });
 
 // In `page`: each case's logits, loading `source` with `options` (worker: a WorkerModel).
@@ -44,46 +44,42 @@ function run(page, source, options, { worker = false } = {}) {
   );
 }
 
+// Every row within TOLERANCE of llama.cpp's, with its greedy token; returns the largest difference.
 function worst({ out }, what) {
   let worst = 0;
   out.forEach((rows, c) =>
     rows.forEach((row, i) => {
       const ref = reference.cases[c].logits[i];
-      const spread = Math.max(...ref) - Math.min(...ref);
-      const diff = row.reduce((m, v, j) => Math.max(m, Math.abs(v - ref[j])), 0);
-      worst = Math.max(worst, diff / spread);
-      const [first, second] = [...ref].sort((a, b) => b - a);
-      if (first - second > 2 * diff) {
-        const argmax = row.reduce((b, v, j) => (v > row[b] ? j : b), 0);
-        assert.equal(argmax, reference.cases[c].argmax[i], `${what}, case ${c}: greedy token at ${i}`);
-      }
+      worst = Math.max(worst, row.reduce((m, v, j) => Math.max(m, Math.abs(v - ref[j])), 0));
+      const argmax = row.reduce((b, v, j) => (v > row[b] ? j : b), 0);
+      assert.equal(argmax, reference.cases[c].argmax[i], `${what}, case ${c}: greedy token at ${i}`);
     }),
   );
-  assert.ok(worst <= TOLERANCE, `${what}: ${worst.toFixed(4)} of the spread from llama.cpp`);
+  assert.ok(worst <= TOLERANCE, `${what}: ${worst} from llama.cpp`);
   return worst;
 }
 
-const weights = { weights: `${DIR}/llama-quant.gguf` };
-const adapter = `${DIR}/llama-quant.lora.gguf`;
+const weights = { weights: `${DIR}/llama.safetensors`, config: JSON.parse(await readFile(new URL("../fixtures/decoders/llama.config.json", import.meta.url), "utf8")) };
+const adapter = `${DIR}/llama.lora.gguf`;
 
 describe("LoRA adapters in a page", () => {
   const browser = browserFor({ webgpu: true });
 
   test("CPU backend: by URL, by bytes and from a manifest, llama.cpp's logits", async (t) => {
     const byUrl = await run(browser.page, weights, { backend: "cpu", adapters: [{ url: adapter, scale: 1 }] });
-    t.diagnostic(`by URL: ${worst(byUrl, "by URL").toFixed(4)} of the spread`);
+    t.diagnostic(`by URL: ${worst(byUrl, "by URL")} from llama.cpp`);
     const byBytes = await run(browser.page, weights, { backend: "cpu", adapterBytes: adapter });
     assert.deepEqual(byBytes.out, byUrl.out);
-    const bundle = await run(browser.page, { bundle: `${DIR}/llama-quant-lora.manifest.json` }, { backend: "cpu" });
+    const bundle = await run(browser.page, { bundle: `${DIR}/llama-lora.manifest.json` }, { backend: "cpu" });
     assert.deepEqual(bundle.out, byUrl.out);
     // The base served elsewhere (here: as bytes), the adapter from the manifest; sha256 still checked.
     const based = await browser.page.evaluate(async (dir) => {
       const { Model } = await import("/pkg/index.js");
-      const base = new Uint8Array(await (await fetch(`${dir}/llama-quant.gguf`)).arrayBuffer());
-      const good = await Model.load({ bundle: `${dir}/llama-quant-lora.manifest.json` }, { backend: "cpu", cache: false, baseWeights: base });
+      const base = new Uint8Array(await (await fetch(`${dir}/llama.safetensors`)).arrayBuffer());
+      const good = await Model.load({ bundle: `${dir}/llama-lora.manifest.json` }, { backend: "cpu", cache: false, baseWeights: base });
       good.close();
       base[base.length - 1] ^= 1;
-      return Model.load({ bundle: `${dir}/llama-quant-lora.manifest.json` }, { backend: "cpu", cache: false, baseWeights: base }).then(
+      return Model.load({ bundle: `${dir}/llama-lora.manifest.json` }, { backend: "cpu", cache: false, baseWeights: base }).then(
         () => "loaded",
         (e) => e.code,
       );
@@ -94,7 +90,7 @@ describe("LoRA adapters in a page", () => {
   test("WebGPU backend: the adapter merged into the graph's weights", async (t) => {
     const r = await run(browser.page, weights, { backend: "webgpu", adapters: [{ url: adapter }] });
     assert.equal(r.backend, "webgpu");
-    t.diagnostic(`WebGPU: ${worst(r, "WebGPU").toFixed(4)} of the spread`);
+    t.diagnostic(`WebGPU: ${worst(r, "WebGPU")} from llama.cpp`);
   });
 
   test("flawed adapters and options are refused by code; the next load works", async () => {
@@ -112,7 +108,7 @@ describe("LoRA adapters in a page", () => {
         out.scale = await code(load({ adapters: [{ url: "x", scale: Infinity }] }));
         out.unknown = await code(load({ adapters: [{ url: "x", weight: 1 }] }));
         out.baseWithoutBundle = await code(load({ baseWeights: "x" }));
-        const ok = await load({ adapters: [{ url: `${dir}/llama-quant.lora.gguf` }] });
+        const ok = await load({ adapters: [{ url: `${dir}/llama.lora.gguf` }] });
         out.after = ok.config.numLayers;
         ok.close();
         return out;
@@ -136,11 +132,11 @@ describe("LoRA adapters on the threaded module", () => {
   test("2 threads in a worker, the adapter by a page-relative URL: llama.cpp's logits", async (t) => {
     const r = await run(
       browser.page,
-      { weights: `${DIR}/llama-quant.gguf` },
+      weights,
       // Relative to the page (/tests/browser/blank.html), not to the worker's script.
-      { backend: "cpu", threads: 2, adapters: [{ url: "../fixtures/decoders/llama-quant.lora.gguf" }] },
+      { backend: "cpu", threads: 2, adapters: [{ url: "../fixtures/decoders/llama.lora.gguf" }] },
       { worker: true },
     );
-    t.diagnostic(`2 threads: ${worst(r, "2 threads").toFixed(4)} of the spread`);
+    t.diagnostic(`2 threads: ${worst(r, "2 threads")} from llama.cpp`);
   });
 });
