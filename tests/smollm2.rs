@@ -374,3 +374,57 @@ fn smollm2_tool_calls_are_schema_valid() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The wisp-agent bundle (SmolLM2 plus its LoRA adapter, models/wisp-agent/manifest.json) as pages load it,
+/// on both backends, against tests/fixtures/smollm2/wisp-agent.json: PyTorch's top logits with the trained
+/// adapter merged (within the SmolLM2 CPU test's 1e-2), and llama.cpp's greedy answer with the exported
+/// GGUF adapter (the same text).
+#[test]
+#[ignore = "needs the SmolLM2 GGUF: bash tools/fetch-smollm2.sh"]
+fn wisp_agent_adapter_matches_pytorch_and_llama_cpp() {
+    #[derive(serde::Deserialize)]
+    struct Case {
+        ids: Vec<u32>,
+        top_ids: Vec<usize>,
+        top_logits: Vec<f32>,
+        greedy_text: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        cases: Vec<Case>,
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let reference: Reference = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/fixtures/smollm2/wisp-agent.json")).unwrap(),
+    )
+    .unwrap();
+    for backend in ["cpu", "webgpu"] {
+        let model = pollster::block_on(AssembledModel::load_bundle(
+            &root.join("models/wisp-agent"),
+            backend,
+        ))
+        .expect("run tools/fetch-smollm2.sh first");
+        let tokenizer = model.tokenizer().unwrap();
+        for case in &reference.cases {
+            let mut decoder = model.decoder.borrow_mut();
+            decoder.seek(0).unwrap();
+            let last = pollster::block_on(decoder.forward_last(&case.ids)).unwrap();
+            for (&id, &want) in case.top_ids.iter().zip(&case.top_logits) {
+                assert!(
+                    (last[id] - want).abs() <= 1e-2,
+                    "{backend}: logit of {id}: {} against PyTorch's {want}",
+                    last[id]
+                );
+            }
+            let mut greedy = vec![argmax(&last) as u32];
+            while greedy.len() < 24 && !model.eos_token_ids.contains(greedy.last().unwrap()) {
+                let next =
+                    pollster::block_on(decoder.forward_last(&greedy[greedy.len() - 1..])).unwrap();
+                greedy.push(argmax(&next) as u32);
+            }
+            greedy.retain(|t| !model.eos_token_ids.contains(t));
+            let text = tokenizer.decode(&greedy).unwrap();
+            assert_eq!(text, case.greedy_text, "{backend}: greedy answer");
+        }
+    }
+}

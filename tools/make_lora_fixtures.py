@@ -104,21 +104,28 @@ def write_bad_adapters():
         w.close()
 
 
-def llama_cpp_logits(model, adapter, ids):
+def plain_buffers():
+    """llama.cpp's extra buffer types (AMX, repacked CPU weights) cannot hold an adapted weight's product
+    and crash with one here: models load into the plain CPU buffers, as llama.cpp's own LoRA tests run."""
     import llama_cpp.llama_cpp as lib
+
+    default = lib.llama_model_default_params
+    if getattr(default, "plain", False):
+        return
+
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    params.plain = True
+    lib.llama_model_default_params = params
+
+
+def llama_cpp_logits(model, adapter, ids):
     from llama_cpp import Llama
 
-    # llama.cpp's extra buffer types (AMX, repacked CPU weights) cannot hold an adapted weight's product
-    # and crash with one here: the plain CPU buffers, as llama.cpp's own LoRA tests run.
-    default = lib.llama_model_default_params
-
-    def plain_buffers():
-        params = default()
-        params.use_extra_bufts = False
-        return params
-
-    lib.llama_model_default_params = plain_buffers
-
+    plain_buffers()
     llm = Llama(model_path=model, lora_path=adapter, n_ctx=64, n_batch=64, n_threads=2, logits_all=True,
                 verbose=False, use_mmap=False)
     llm.eval(ids)
@@ -175,7 +182,48 @@ def reference(base, adapter, name, note):
     (OUT / f"{name}.json").write_text(json.dumps(doc) + "\n")
 
 
+def smollm2():
+    """tests/fixtures/smollm2/wisp-agent.json: SmolLM2-135M-Instruct plus models/wisp-agent/adapter.gguf on
+    two held-out prompts: the top logits of PyTorch (transformers' dequantization of the GGUF, the trained
+    peft adapter of tools/agent/out/adapter merged: an independent check of the GGUF export too) and
+    llama.cpp's greedy answer with the exported adapter."""
+    import sys
+
+    import torch
+    from peft import PeftModel
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent / "agent"))
+    from common import BASE_DIR, BASE_FILE, MODEL_DIR, OUT as AGENT_OUT, load_base, render
+    from llama_cpp import Llama
+
+    tok, model = load_base()
+    model = PeftModel.from_pretrained(model, AGENT_OUT / "adapter").merge_and_unload().eval()
+    evals = [json.loads(x) for x in open(AGENT_OUT / "eval.jsonl")]
+    picked = [next(c for c in evals if c["category"] == k) for k in ("call", "no_call")]
+    plain_buffers()
+    llm = Llama(model_path=str(BASE_DIR / BASE_FILE), lora_path=str(MODEL_DIR / "adapter.gguf"), n_ctx=2048,
+                n_threads=2, verbose=False)
+    cases = []
+    for c in picked:
+        text = render(c["messages"], c["tools"], add_generation_prompt=True)
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            last = model(torch.tensor([ids])).logits[0, -1].float().numpy()
+        top = np.argsort(-last)[:10]
+        out = llm.create_completion(ids, max_tokens=24, temperature=0.0,
+                                    top_k=1, stop=["<|im_end|>"])
+        greedy = out["choices"][0]["text"]
+        cases.append({"ids": ids, "top_ids": top.tolist(), "top_logits": np.round(last[top], 5).tolist(),
+                      "greedy_text": greedy})
+        print(c["id"], repr(greedy))
+    doc = {"reference": "PyTorch (transformers + the peft adapter) top logits; llama.cpp's greedy text with "
+                        "models/wisp-agent/adapter.gguf (tools/make_lora_fixtures.py --smollm2)", "cases": cases}
+    (OUT.parent / "smollm2" / "wisp-agent.json").write_text(json.dumps(doc) + "\n")
+
+
 def main():
+    if "--smollm2" in __import__("sys").argv:
+        return smollm2()
     write_adapter(BASE, ADAPTER, np.random.default_rng(7))
     write_bad_adapters()
     with tempfile.TemporaryDirectory() as tmp:
