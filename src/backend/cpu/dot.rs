@@ -14,7 +14,7 @@
 )]
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, Layout, BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, NIBBLES_BYTES};
 use super::layer::exp;
 
 /// Elements per block of every quantized layout (and per sub-block of Q4_K).
@@ -151,27 +151,38 @@ impl Acc {
 
     /// Adds block `b` of `x` times the block `n d + m` (32 integer weights `n`).
     fn add(&mut self, n: &[i16; QK], d: f32, m: f32, x: QuantizedRow, b: usize) {
-        // Exact integer sums, so their order is free; pairs of products as wasm's lanes (and x86's
-        // pmaddwd, which LLVM can then use).
-        let mut s = [0i32; 4];
-        let codes = &x.codes[b * QK..(b + 1) * QK];
-        for (wc, xc) in n.chunks_exact(8).zip(codes.chunks_exact(8)) {
-            for j in 0..4 {
-                s[j] += i32::from(wc[2 * j]) * i32::from(xc[2 * j])
-                    + i32::from(wc[2 * j + 1]) * i32::from(xc[2 * j + 1]);
-            }
-        }
-        let scale = d * x.scales[b];
+        self.add_lanes(
+            lane_sums(n, &x.codes[b * QK..(b + 1) * QK]),
+            d * x.scales[b],
+        );
+        self.offset += m * x.sums[b];
+    }
+
+    /// Adds exact integer lane sums times `scale`.
+    fn add_lanes(&mut self, s: [i32; 4], scale: f32) {
         for (lane, sj) in self.lanes.iter_mut().zip(s) {
             *lane += sj as f32 * scale;
         }
-        self.offset += m * x.sums[b];
     }
 
     fn total(self) -> f32 {
         let l = self.lanes;
         (l[0] + l[1]) + (l[2] + l[3]) + self.offset
     }
+}
+
+/// `n . codes` (equally long, a multiple of 8) in four lanes, pairs of products as wasm's
+/// `i32x4.dot_i16x8_s` (and x86's pmaddwd, which LLVM can then use); exact, so the order within a lane is
+/// free.
+fn lane_sums(n: &[i16], codes: &[i16]) -> [i32; 4] {
+    let mut s = [0i32; 4];
+    for (wc, xc) in n.chunks_exact(8).zip(codes.chunks_exact(8)) {
+        for j in 0..4 {
+            s[j] += i32::from(wc[2 * j]) * i32::from(xc[2 * j])
+                + i32::from(wc[2 * j + 1]) * i32::from(xc[2 * j + 1]);
+        }
+    }
+    s
 }
 
 /// Sums the blocks of `w` (each `block_bytes` long; `decode` gives its integer weights `n`, scale `d` and
@@ -215,4 +226,69 @@ pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N]
         }
         (f32_at(b, 0), 0.0)
     })
+}
+
+/// BytesMin layout: `d: f32, m: f32, qs: [i8; 32]`; w = n d + m.
+pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks(w, xs, BYTES_MIN_BYTES, |b, n| {
+        for (o, &q) in n.iter_mut().zip(&b[8..40]) {
+            *o = i16::from(q as i8);
+        }
+        (f32_at(b, 0), f32_at(b, 4))
+    })
+}
+
+/// Halves layout (Q6_K, Q3_K): w = q d sc[h].
+pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    halves_of::<N, false>(w, xs)
+}
+
+/// HalvesMin layout (Q2_K): w = q d sc[h] + m mn[h].
+pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    halves_of::<N, true>(w, xs)
+}
+
+/// The Halves layouts (`MIN`: with mins): each half's integer lane sums times its integer scale, added
+/// in i32, then scaled once by `d` and the activations' scale. Exact: a lane holds 4 products per half,
+/// each at most 32 (Q6_K's `|q|`) times 32767, so `2 * 4 * 32 * 32767 * 128` (the largest `|sc|`) is
+/// below 2^30. The min term is `m` times the halves' code sums weighted by `mn`, an integer
+/// below 2^24 (`2 * 16 * 15 * 32767`, Q2_K's mins being 4 bits), so exact in f32 too.
+fn halves_of<const N: usize, const MIN: bool>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    let layout = if MIN {
+        Layout::HalvesMin
+    } else {
+        Layout::Halves
+    };
+    let at = layout.qs_at();
+    let mut acc = [Acc::ZERO; N];
+    for (b, block) in w.chunks_exact(layout.block_bytes()).enumerate() {
+        let q: [i16; QK] = std::array::from_fn(|i| i16::from(block[at + i] as i8));
+        let sc = [4, 5].map(|i| i32::from(block[i + 4 * usize::from(MIN)] as i8));
+        let (d, m) = (f32_at(block, 0), f32_at(block, 4));
+        for (a, x) in acc.iter_mut().zip(&xs) {
+            let codes = &x.codes[b * QK..(b + 1) * QK];
+            let halves = [0, 1].map(|h| {
+                lane_sums(
+                    &q[HALF * h..HALF * (h + 1)],
+                    &codes[HALF * h..HALF * (h + 1)],
+                )
+            });
+            let s = std::array::from_fn(|j| sc[0] * halves[0][j] + sc[1] * halves[1][j]);
+            a.add_lanes(s, d * x.scales[b]);
+            if MIN {
+                let t: i32 = [0, 1]
+                    .map(|h| {
+                        let sum: i32 = codes[HALF * h..HALF * (h + 1)]
+                            .iter()
+                            .map(|&c| i32::from(c))
+                            .sum();
+                        i32::from(block[10 + h] as i8) * sum
+                    })
+                    .iter()
+                    .sum();
+                a.offset += t as f32 * (m * x.scales[b]);
+            }
+        }
+    }
+    acc.map(Acc::total)
 }
