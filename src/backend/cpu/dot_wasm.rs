@@ -11,7 +11,9 @@
 use core::arch::wasm32::*;
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, Layout, BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALVES_BYTES, HALVES_MIN_BYTES, NIBBLES_BYTES,
+};
 use super::dot::{tail_dot, QK};
 
 /// Element types a v128 is loaded from: plain numbers (no padding, every bit pattern valid).
@@ -309,27 +311,31 @@ fn exp4(x: v128) -> v128 {
 }
 
 /// A weight row in a kernel layout as f32, as `dot::dequantize_row` (`n d + m` per weight, the same
-/// roundings).
+/// roundings; the Halves layouts with each half's `d sc[h]` and `m mn[h]`).
 pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
     let mask = u8x16_splat(0x0F);
     for (b, o) in w
         .chunks_exact(layout.block_bytes())
         .zip(out.chunks_exact_mut(QK))
     {
-        let d = f32x4_splat(f32_at(b, 0));
+        let (d, at) = (f32_at(b, 0), layout.qs_at());
         // Eight i16x8 halves in element order, widened to i32x4 quarters below.
         let n = match layout {
             Layout::Nibbles => {
-                let qs = load(b, 8);
+                let qs = load(b, at);
                 join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4)))
             }
-            Layout::Bytes => join(widen_i8(load(b, 4)), widen_i8(load(b, 20))),
+            _ => join(widen_i8(load(b, at)), widen_i8(load(b, at + 16))),
         };
-        let m = match layout {
-            Layout::Nibbles => Some(f32x4_splat(f32_at(b, 4))),
-            Layout::Bytes => None,
+        // The scale and offset of each sub-block of 16.
+        let scales = match layout {
+            Layout::Nibbles | Layout::BytesMin => [(d, Some(f32_at(b, 4))); 2],
+            Layout::Bytes => [(d, None); 2],
+            Layout::Halves | Layout::HalvesMin => [0, 1].map(|h| layout.half_scales(b, h)),
         };
         for (i, half) in n.into_iter().enumerate() {
+            let (d, m) = scales[i / 2];
+            let (d, m) = (f32x4_splat(d), m.map(|m| f32x4_splat(m)));
             for (j, quarter) in [i32x4_extend_low_i16x8(half), i32x4_extend_high_i16x8(half)]
                 .into_iter()
                 .enumerate()
@@ -364,4 +370,69 @@ pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N]
         let n = join(widen_i8(load(b, 4)), widen_i8(load(b, 20)));
         (n, f32_at(b, 0), 0.0)
     })
+}
+
+pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks::<N, BYTES_MIN_BYTES>(w, xs, |b| {
+        let n = join(widen_i8(load(b, 8)), widen_i8(load(b, 24)));
+        (n, f32_at(b, 0), f32_at(b, 4))
+    })
+}
+
+pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    halves_of::<N, HALVES_BYTES, false>(w, xs)
+}
+
+pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    halves_of::<N, HALVES_MIN_BYTES, true>(w, xs)
+}
+
+/// `dot::halves_of` with the same integers and f32 operations: each half's two `i32x4.dot_i16x8_s`
+/// times its scale by `i32x4.mul` (exact, see there), and with mins the codes dotted with each half's
+/// `mn` (`i16x8` splats) and summed across lanes.
+fn halves_of<const N: usize, const B: usize, const MIN: bool>(
+    w: &[u8],
+    xs: [QuantizedRow; N],
+) -> [f32; N] {
+    let at = if MIN { 12 } else { 6 };
+    let (w, _) = w.as_chunks::<B>();
+    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
+    // As in `blocks`: checked once so that the loop needs no checks.
+    assert!(xs
+        .iter()
+        .zip(&codes)
+        .all(|(x, c)| c.len() >= w.len() && x.scales.len() >= w.len()));
+    let mut acc = [Acc::zero(); N];
+    for (b, block) in w.iter().enumerate() {
+        let q = join(widen_i8(load(block, at)), widen_i8(load(block, at + 16)));
+        let sc = [0, 1].map(|h| i32x4_splat(i32::from(block[4 + 4 * usize::from(MIN) + h] as i8)));
+        let mn = [0, 1].map(|h| i16x8_splat(i16::from(block[10 + h] as i8)));
+        let (d, m) = (f32_at(block, 0), f32_at(block, 4));
+        for ((a, x), c) in acc.iter_mut().zip(&xs).zip(&codes) {
+            let c = &c[b];
+            let cv = [load(c, 0), load(c, 8), load(c, 16), load(c, 24)];
+            let half = |h: usize| {
+                i32x4_add(
+                    i32x4_dot_i16x8(q[2 * h], cv[2 * h]),
+                    i32x4_dot_i16x8(q[2 * h + 1], cv[2 * h + 1]),
+                )
+            };
+            let s = i32x4_add(i32x4_mul(half(0), sc[0]), i32x4_mul(half(1), sc[1]));
+            let xs = x.scales[b];
+            a.lanes = f32x4_add(
+                a.lanes,
+                f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(d * xs)),
+            );
+            if MIN {
+                let t = i32x4_add(
+                    i32x4_add(i32x4_dot_i16x8(mn[0], cv[0]), i32x4_dot_i16x8(mn[0], cv[1])),
+                    i32x4_add(i32x4_dot_i16x8(mn[1], cv[2]), i32x4_dot_i16x8(mn[1], cv[3])),
+                );
+                let t = (i32x4_extract_lane::<0>(t) + i32x4_extract_lane::<1>(t))
+                    + (i32x4_extract_lane::<2>(t) + i32x4_extract_lane::<3>(t));
+                a.offset += t as f32 * (m * xs);
+            }
+        }
+    }
+    acc.map(Acc::total)
 }
