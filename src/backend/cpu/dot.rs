@@ -260,32 +260,25 @@ fn halves_of<const N: usize, const MIN: bool>(w: &[u8], xs: [QuantizedRow; N]) -
         Layout::Halves
     };
     let at = layout.qs_at();
+    let sc_at = if MIN { 8 } else { 4 };
     let mut acc = [Acc::ZERO; N];
+    let mut q = [0i16; QK];
     for (b, block) in w.chunks_exact(layout.block_bytes()).enumerate() {
-        let q: [i16; QK] = std::array::from_fn(|i| i16::from(block[at + i] as i8));
-        let sc = [4, 5].map(|i| i32::from(block[i + 4 * usize::from(MIN)] as i8));
+        for (o, &v) in q.iter_mut().zip(&block[at..at + QK]) {
+            *o = i16::from(v as i8);
+        }
+        let sc = [block[sc_at] as i8, block[sc_at + 1] as i8].map(i32::from);
         let (d, m) = (f32_at(block, 0), f32_at(block, 4));
         for (a, x) in acc.iter_mut().zip(&xs) {
             let codes = &x.codes[b * QK..(b + 1) * QK];
-            let halves = [0, 1].map(|h| {
-                lane_sums(
-                    &q[HALF * h..HALF * (h + 1)],
-                    &codes[HALF * h..HALF * (h + 1)],
-                )
-            });
+            let (c, n) = (codes.split_at(HALF), q.split_at(HALF));
+            let halves = [lane_sums(n.0, c.0), lane_sums(n.1, c.1)];
             let s = std::array::from_fn(|j| sc[0] * halves[0][j] + sc[1] * halves[1][j]);
             a.add_lanes(s, d * x.scales[b]);
             if MIN {
-                let t: i32 = [0, 1]
-                    .map(|h| {
-                        let sum: i32 = codes[HALF * h..HALF * (h + 1)]
-                            .iter()
-                            .map(|&c| i32::from(c))
-                            .sum();
-                        i32::from(block[10 + h] as i8) * sum
-                    })
-                    .iter()
-                    .sum();
+                let sum = |c: &[i16]| c.iter().map(|&v| i32::from(v)).sum::<i32>();
+                let mn = [block[10] as i8, block[11] as i8].map(i32::from);
+                let t = mn[0] * sum(c.0) + mn[1] * sum(c.1);
                 a.offset += t as f32 * (m * x.scales[b]);
             }
         }
