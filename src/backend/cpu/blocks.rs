@@ -13,8 +13,8 @@
 //!   Nibbles' form with 5-bit `n` (each Q5_K sub-block as Q4_K's).
 //! - Halves (from Q6_K, Q3_K): 32 weights as two sub-blocks of 16, `q d sc[h]`, as `d: f32, sc: [i8; 2],
 //!   qs: [i8; 32]`. Q6_K's `q` (-32..32) times its i8 scale needs 13 bits, so the scale stays a
-//!   separate integer that the kernels multiply into each half's exact sum (no i32 overflow: see
-//!   `dot::halves_of`). Q3_K's scales are `sc - 32`, its `q` in -4..4.
+//!   separate integer that the kernels multiply in i16 once per block (`dot::scaled_halves`). Q3_K's
+//!   scales are `sc - 32`, its `q` in -4..4.
 //! - HalvesMin (from Q2_K): Halves with a per-half min, `q d sc[h] + m mn[h]`, as `d: f32, m: f32,
 //!   sc: [i8; 2], mn: [i8; 2], qs: [i8; 32]`, with `m = -dmin`; the min term is the integer sum of each
 //!   half's activation codes times `mn[h]`.

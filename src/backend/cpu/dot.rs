@@ -14,7 +14,10 @@
 )]
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, NIBBLES_BYTES};
+use super::blocks::{
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, HALVES_MIN_BYTES,
+    NIBBLES_BYTES,
+};
 use super::layer::exp;
 
 /// Elements per block of every quantized layout (and per sub-block of Q4_K).
@@ -238,49 +241,47 @@ pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32
     })
 }
 
-/// Halves layout (Q6_K, Q3_K): w = q d sc[h].
+/// Halves layout (Q6_K, Q3_K): w = q d sc[h], as the integer weights `q sc[h]` (`scaled_halves`) and `d`.
 pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    halves_of::<N, false>(w, xs)
+    blocks(w, xs, HALVES_BYTES, |b, n| {
+        scaled_halves(b, 4, 6, n);
+        (f32_at(b, 0), 0.0)
+    })
 }
 
-/// HalvesMin layout (Q2_K): w = q d sc[h] + m mn[h].
-pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    halves_of::<N, true>(w, xs)
-}
-
-/// The Halves layouts (`MIN`: with mins): each half's integer lane sums times its integer scale, added
-/// in i32, then scaled once by `d` and the activations' scale. Exact: a lane holds 4 products per half,
-/// each at most 32 (Q6_K's `|q|`) times 32767, so `2 * 4 * 32 * 32767 * 128` (the largest `|sc|`) is
-/// below 2^30. The min term is `m` times the halves' code sums weighted by `mn`, an integer
-/// below 2^24 (`2 * 16 * 15 * 32767`, Q2_K's mins being 4 bits), so exact in f32 too.
-fn halves_of<const N: usize, const MIN: bool>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    let layout = if MIN {
-        Layout::HalvesMin
-    } else {
-        Layout::Halves
-    };
-    let at = layout.qs_at();
-    let sc_at = if MIN { 8 } else { 4 };
-    let mut acc = [Acc::ZERO; N];
-    let mut q = [0i16; QK];
-    for (b, block) in w.chunks_exact(layout.block_bytes()).enumerate() {
-        for (o, &v) in q.iter_mut().zip(&block[at..at + QK]) {
-            *o = i16::from(v as i8);
+/// The 32 weights at `b[at..]` times their half's scale (`b[sc_at + h]`) as i16: exact, `|q sc|` being at
+/// most 32 (Q6_K's `|q|`) times 128. A lane of a block's product then sums 8 products of at most 4096 times
+/// 32767, below 2^30: no i32 overflow.
+fn scaled_halves(b: &[u8], sc_at: usize, at: usize, n: &mut [i16; QK]) {
+    for (h, (o, q)) in n
+        .chunks_exact_mut(HALF)
+        .zip(b[at..at + QK].chunks_exact(HALF))
+        .enumerate()
+    {
+        let sc = i16::from(b[sc_at + h] as i8);
+        for (o, &q) in o.iter_mut().zip(q) {
+            *o = i16::from(q as i8) * sc;
         }
-        let sc = [block[sc_at] as i8, block[sc_at + 1] as i8].map(i32::from);
+    }
+}
+
+/// HalvesMin layout (Q2_K): w = q d sc[h] + m mn[h]. The min term is `m` times the codes' sums per half
+/// weighted by `mn[h]`, an integer below 2^24 (`2 * 16 * 15 * 32767`, the mins being 4 bits), so exact in
+/// f32 too.
+pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    let mut acc = [Acc::ZERO; N];
+    let mut n = [0i16; QK];
+    for (b, block) in w.chunks_exact(HALVES_MIN_BYTES).enumerate() {
+        scaled_halves(block, 8, 12, &mut n);
+        let mn = [block[10] as i8, block[11] as i8].map(i32::from);
         let (d, m) = (f32_at(block, 0), f32_at(block, 4));
         for (a, x) in acc.iter_mut().zip(&xs) {
             let codes = &x.codes[b * QK..(b + 1) * QK];
-            let (c, n) = (codes.split_at(HALF), q.split_at(HALF));
-            let halves = [lane_sums(n.0, c.0), lane_sums(n.1, c.1)];
-            let s = std::array::from_fn(|j| sc[0] * halves[0][j] + sc[1] * halves[1][j]);
-            a.add_lanes(s, d * x.scales[b]);
-            if MIN {
-                let sum = |c: &[i16]| c.iter().map(|&v| i32::from(v)).sum::<i32>();
-                let mn = [block[10] as i8, block[11] as i8].map(i32::from);
-                let t = mn[0] * sum(c.0) + mn[1] * sum(c.1);
-                a.offset += t as f32 * (m * x.scales[b]);
-            }
+            a.add_lanes(lane_sums(&n, codes), d * x.scales[b]);
+            let (lo, hi) = codes.split_at(HALF);
+            let sum = |c: &[i16]| c.iter().map(|&v| i32::from(v)).sum::<i32>();
+            let t = mn[0] * sum(lo) + mn[1] * sum(hi);
+            a.offset += t as f32 * (m * x.scales[b]);
         }
     }
     acc.map(Acc::total)

@@ -83,19 +83,16 @@ impl Acc {
     /// is 32 integer weights in four i16x8. Arrays, not slices: their loads need no bounds checks, which
     /// were a third of a decoding token's instructions.
     fn add(&mut self, n: &[v128; 4], d: f32, m: f32, c: &[i16; QK], xs: f32, xsum: f32) {
-        let s = i32x4_add(
-            i32x4_add(
-                i32x4_dot_i16x8(n[0], load(c, 0)),
-                i32x4_dot_i16x8(n[1], load(c, 8)),
-            ),
-            i32x4_add(
-                i32x4_dot_i16x8(n[2], load(c, 16)),
-                i32x4_dot_i16x8(n[3], load(c, 24)),
-            ),
-        );
-        let scale = f32x4_splat(d * xs);
-        self.lanes = f32x4_add(self.lanes, f32x4_mul(f32x4_convert_i32x4(s), scale));
+        self.add_lanes(product(n, c), d * xs);
         self.offset += m * xsum;
+    }
+
+    /// Adds exact integer lane sums times `scale`.
+    fn add_lanes(&mut self, s: v128, scale: f32) {
+        self.lanes = f32x4_add(
+            self.lanes,
+            f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)),
+        );
     }
 
     fn total(self) -> f32 {
@@ -104,6 +101,20 @@ impl Acc {
             + (f32x4_extract_lane::<2>(l) + f32x4_extract_lane::<3>(l))
             + self.offset
     }
+}
+
+/// The exact lane sums of 32 integer weights (four i16x8) times a block of codes.
+fn product(n: &[v128; 4], c: &[i16; QK]) -> v128 {
+    i32x4_add(
+        i32x4_add(
+            i32x4_dot_i16x8(n[0], load(c, 0)),
+            i32x4_dot_i16x8(n[1], load(c, 8)),
+        ),
+        i32x4_add(
+            i32x4_dot_i16x8(n[2], load(c, 16)),
+            i32x4_dot_i16x8(n[3], load(c, 24)),
+        ),
+    )
 }
 
 /// 16 unsigned bytes (below 128) as two i16x8.
@@ -379,23 +390,27 @@ pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32
     })
 }
 
+/// As `dot::halves`: each i16x8 of weights times its half's scale (`i16x8.mul`, exact), once per block.
 pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    halves_of::<N, HALVES_BYTES, false>(w, xs)
+    blocks::<N, HALVES_BYTES>(w, xs, |b| (scaled_halves(b, 4, 6), f32_at(b, 0), 0.0))
 }
 
+/// The 32 weights at `b[at..]` times their half's scale `b[sc_at + h]`, as `dot::scaled_halves`.
+fn scaled_halves(b: &[u8], sc_at: usize, at: usize) -> [v128; 4] {
+    let sc = [0, 1].map(|h| i16x8_splat(i16::from(b[sc_at + h] as i8)));
+    let [q0, q1, q2, q3] = join(widen_i8(load(b, at)), widen_i8(load(b, at + 16)));
+    [
+        i16x8_mul(q0, sc[0]),
+        i16x8_mul(q1, sc[0]),
+        i16x8_mul(q2, sc[1]),
+        i16x8_mul(q3, sc[1]),
+    ]
+}
+
+/// As `dot::halves_min`: the min term from the codes dotted with each half's `mn` (`i16x8` splats), summed
+/// across lanes.
 pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    halves_of::<N, HALVES_MIN_BYTES, true>(w, xs)
-}
-
-/// `dot::halves_of` with the same integers and f32 operations: each half's two `i32x4.dot_i16x8_s`
-/// times its scale by `i32x4.mul` (exact, see there), and with mins the codes dotted with each half's
-/// `mn` (`i16x8` splats) and summed across lanes.
-fn halves_of<const N: usize, const B: usize, const MIN: bool>(
-    w: &[u8],
-    xs: [QuantizedRow; N],
-) -> [f32; N] {
-    let at = if MIN { 12 } else { 6 };
-    let (w, _) = w.as_chunks::<B>();
+    let (w, _) = w.as_chunks::<HALVES_MIN_BYTES>();
     let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
     // As in `blocks`: checked once so that the loop needs no checks.
     assert!(xs
@@ -404,34 +419,27 @@ fn halves_of<const N: usize, const B: usize, const MIN: bool>(
         .all(|(x, c)| c.len() >= w.len() && x.scales.len() >= w.len()));
     let mut acc = [Acc::zero(); N];
     for (b, block) in w.iter().enumerate() {
-        let q = join(widen_i8(load(block, at)), widen_i8(load(block, at + 16)));
-        let sc = [0, 1].map(|h| i32x4_splat(i32::from(block[4 + 4 * usize::from(MIN) + h] as i8)));
-        let mn = [0, 1].map(|h| i16x8_splat(i16::from(block[10 + h] as i8)));
+        let n = scaled_halves(block, 8, 12);
+        let mins = [0, 1].map(|h| i16x8_splat(i16::from(block[10 + h] as i8)));
         let (d, m) = (f32_at(block, 0), f32_at(block, 4));
         for ((a, x), c) in acc.iter_mut().zip(&xs).zip(&codes) {
             let c = &c[b];
             let cv = [load(c, 0), load(c, 8), load(c, 16), load(c, 24)];
-            let half = |h: usize| {
+            // No offset here (`m` is 0); the min term follows.
+            a.add(&n, d, 0.0, c, x.scales[b], 0.0);
+            let t = i32x4_add(
                 i32x4_add(
-                    i32x4_dot_i16x8(q[2 * h], cv[2 * h]),
-                    i32x4_dot_i16x8(q[2 * h + 1], cv[2 * h + 1]),
-                )
-            };
-            let s = i32x4_add(i32x4_mul(half(0), sc[0]), i32x4_mul(half(1), sc[1]));
-            let xs = x.scales[b];
-            a.lanes = f32x4_add(
-                a.lanes,
-                f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(d * xs)),
+                    i32x4_dot_i16x8(mins[0], cv[0]),
+                    i32x4_dot_i16x8(mins[0], cv[1]),
+                ),
+                i32x4_add(
+                    i32x4_dot_i16x8(mins[1], cv[2]),
+                    i32x4_dot_i16x8(mins[1], cv[3]),
+                ),
             );
-            if MIN {
-                let t = i32x4_add(
-                    i32x4_add(i32x4_dot_i16x8(mn[0], cv[0]), i32x4_dot_i16x8(mn[0], cv[1])),
-                    i32x4_add(i32x4_dot_i16x8(mn[1], cv[2]), i32x4_dot_i16x8(mn[1], cv[3])),
-                );
-                let t = (i32x4_extract_lane::<0>(t) + i32x4_extract_lane::<1>(t))
-                    + (i32x4_extract_lane::<2>(t) + i32x4_extract_lane::<3>(t));
-                a.offset += t as f32 * (m * xs);
-            }
+            let t = (i32x4_extract_lane::<0>(t) + i32x4_extract_lane::<1>(t))
+                + (i32x4_extract_lane::<2>(t) + i32x4_extract_lane::<3>(t));
+            a.offset += t as f32 * (m * x.scales[b]);
         }
     }
     acc.map(Acc::total)
