@@ -224,17 +224,27 @@ fn smollm2_gguf_matches_the_reference() {
     println!("max top-64 logit diff over all prompts: {worst:.4}");
 }
 
-/// The CPU backend keeps Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL and IQ4_XS weights quantized and rounds each
-/// block of activations to i16 before the integer products, so against the f32 model of the
-/// dequantized weights (tools/make_quant_fixtures.py, gguf-py + onnxruntime) the logits differ by that
-/// rounding: bounded by a share of the logits' spread, with the same greedy token where the reference's
-/// top two are not within that bound.
+/// The CPU backend keeps Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL and IQ4_XS (llama-quant) and Q5_1, Q5_K,
+/// Q6_K, Q3_K and Q2_K (llama-quant-k) weights quantized and rounds each block of activations to i16
+/// before the integer products, so against the f32 model of the dequantized weights
+/// (tools/make_quant_fixtures.py, gguf-py + onnxruntime) the logits differ by that rounding: bounded by a
+/// share of the logits' spread, with the same greedy token where the reference's top two are not within
+/// that bound.
 #[test]
 fn quantized_gguf_matches_its_dequantized_reference() {
-    let bytes = std::fs::read(dir().join("llama-quant.gguf")).unwrap();
+    // Bytes a pass reads: each matrix's weights / 32 times its layout's block (24 Nibbles, 36 Bytes, 40
+    // BytesMin, 38 Halves, 44 HalvesMin), so one matrix left as f32 would show.
+    for (name, bytes_per_pass) in [("llama-quant", 1_204_224), ("llama-quant-k", 1_564_672)] {
+        quantized_model_matches(name, bytes_per_pass);
+    }
+}
+
+fn quantized_model_matches(name: &str, bytes_per_pass: usize) {
+    let bytes = std::fs::read(dir().join(format!("{name}.gguf"))).unwrap();
     let (config, weights) = ModelWeights::load(&bytes, None).unwrap();
     let mut dec = CpuDecoder::new(&config, &weights, 64).expect("decoder loads");
-    let reference = reference("llama-quant");
+    assert_eq!(dec.weight_bytes_per_pass(), bytes_per_pass, "{name}");
+    let reference = reference(name);
     let mut worst = 0.0f32;
     for case in &reference.cases {
         dec.history_mut().seek(0).unwrap();
@@ -246,13 +256,16 @@ fn quantized_gguf_matches_its_dequantized_reference() {
         }
         for (i, (row, step)) in prefill.iter().zip(&steps).enumerate() {
             // One pass and one-token steps give the same bits.
-            assert_eq!(row, step, "position {i}");
+            assert_eq!(row, step, "{name} position {i}");
             worst = worst.max(check_quantized(row, &case.logits[i], case.argmax[i], i));
         }
     }
-    eprintln!("llama-quant on the CPU: worst logit error {worst:.4} of the spread");
+    eprintln!("{name} on the CPU: worst logit error {worst:.4} of the spread");
     // Dequantized f32 weights would agree to about 1e-6: the error shows the integer kernels ran.
-    assert!(worst > 1e-4, "worst error {worst} is that of f32 weights");
+    assert!(
+        worst > 1e-4,
+        "{name}: worst error {worst} is that of f32 weights"
+    );
 }
 
 /// Checks one row of quantized logits against the f32 reference; returns the largest error as a share of

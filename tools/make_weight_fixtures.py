@@ -3,9 +3,9 @@
 Run once (not in CI); the outputs are committed under tests/fixtures/weights/:
     pip install gguf==0.19.0 numpy safetensors && python3 tools/make_weight_fixtures.py
 
-- tiny.gguf: metadata of every value type and one tensor of each ggml type the Rust reader decodes (plus a
-  Q2_K one it must refuse). Types the package can quantize are quantized from random floats; the K-quants
-  get random raw blocks with small finite f16 scales.
+- tiny.gguf: metadata of every value type and one tensor of each ggml type the Rust reader decodes. Types
+  the package can quantize are quantized from random floats; the K-quants get random raw blocks with small
+  finite f16 scales.
 - tiny.gguf.json: expected metadata, and per tensor its shape (outermost first), ggml type, data offset and
   where its reference values lie in tiny.gguf.f32.
 - tiny.gguf.f32: the reference values, read back with gguf.GGUFReader and decoded by gguf.quants.dequantize,
@@ -48,7 +48,7 @@ METADATA = [
 ALIGNMENT = 64
 
 
-def k_quant_blocks(qtype, n_blocks):
+def k_quant_blocks(qtype, n_blocks, rng=rng):
     """Random raw blocks with the f16 scale fields replaced by small finite values."""
     _, type_size = gguf.GGML_QUANT_SIZES[qtype]
     raw = rng.integers(0, 256, size=(n_blocks, type_size), dtype=np.uint8)
@@ -57,7 +57,7 @@ def k_quant_blocks(qtype, n_blocks):
         # d and dmin lead the block (Q2_K keeps them at the end).
         at = 0 if qtype != T.Q2_K else type_size - 4
         raw[:, at:at + 4] = scales(2)
-    elif qtype == T.Q6_K:
+    elif qtype in (T.Q6_K, T.Q3_K):
         raw[:, type_size - 2:] = scales(1)
     return raw
 
@@ -76,6 +76,10 @@ def tensors():
         shape = (2, 512)
         blocks = k_quant_blocks(qtype, shape[0] * shape[1] // 256)
         out.append((qtype.name.lower(), shape, qtype, blocks.reshape((shape[0], -1))))
+    # Added later, with its own generator so that the tensors before it and the safetensors file keep
+    # their bytes.
+    blocks = k_quant_blocks(T.Q3_K, 4, np.random.default_rng(3))
+    out.append(("q3_k", (2, 512), T.Q3_K, blocks.reshape((2, -1))))
     return out
 
 
@@ -100,12 +104,11 @@ def write_gguf():
         shape = [int(d) for d in reversed(t.shape)]
         assert shape == list(spec[1]), (t.name, shape, spec[1])
         entry = {"name": t.name, "shape": shape, "ggml_type": t.tensor_type.name, "offset": int(t.data_offset - reader.data_offset)}
-        if t.tensor_type != T.Q2_K:  # The Rust reader must refuse Q2_K, so no reference for it.
-            values = gguf.quants.dequantize(t.data, t.tensor_type).astype("<f4").ravel()
-            assert np.isfinite(values).all(), t.name
-            entry.update(start=at, len=int(values.size))
-            refs.append(values)
-            at += values.size
+        values = gguf.quants.dequantize(t.data, t.tensor_type).astype("<f4").ravel()
+        assert np.isfinite(values).all(), t.name
+        entry.update(start=at, len=int(values.size))
+        refs.append(values)
+        at += values.size
         entries.append(entry)
     np.concatenate(refs).tofile(OUT / "tiny.gguf.f32")
 

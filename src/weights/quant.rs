@@ -138,14 +138,16 @@ pub fn dequantize(tensor: &str, ty: GgmlType, data: &[u8]) -> Result<Vec<f32>> {
         GgmlType::Q5_1 => q5_1,
         GgmlType::Q4_K => q4_k,
         GgmlType::Q5_K => q5_k,
-        GgmlType::Q6_K => q6_k,
+        GgmlType::Q2_K => |b, out| k16_dequantize(&q2_k(b), out),
+        GgmlType::Q3_K => |b, out| k16_dequantize(&q3_k(b), out),
+        GgmlType::Q6_K => |b, out| k16_dequantize(&q6_k(b), out),
         GgmlType::IQ4_NL => iq4_nl,
         GgmlType::IQ4_XS => iq4_xs,
         _ => {
             return Err(WispError::UnsupportedWeights(format!(
                 "tensor '{tensor}' has ggml type {ty:?}, which this reader cannot dequantize \
-                 (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, \
-                 IQ4_XS)"
+                 (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, \
+                 Q6_K, IQ4_NL, IQ4_XS)"
             )))
         }
     };
@@ -288,37 +290,101 @@ fn q4_k(b: &[u8], out: &mut Vec<f32>) {
     }
 }
 
+/// The 5-bit values of Q5_K sub-block `sub` (0..8): its nibbles as in Q4_K, bit 4 of element `l` in
+/// bit `sub` of `qh[l]`.
+pub(crate) fn q5_k_sub(b: &[u8], sub: usize) -> [u8; 32] {
+    let (qh, qs) = (
+        &b[16..48],
+        &b[48 + 32 * (sub / 2)..48 + 32 * (sub / 2) + 32],
+    );
+    let shift = 4 * (sub % 2);
+    std::array::from_fn(|l| ((qs[l] >> shift) & 0x0F) | (((qh[l] >> sub) & 1) << 4))
+}
+
 /// Q4_K plus `qh: [u8; 32]` (after the scales): bit `sub` of `qh[l]` is bit 4 of element `l` of sub-block
 /// `sub`.
 fn q5_k(b: &[u8], out: &mut Vec<f32>) {
     let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
     let (sc, mn) = k_scales(&b[4..16]);
-    let qh = &b[16..48];
-    let qs = &b[48..176];
     for sub in 0..8 {
         let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
-        let bytes = &qs[32 * (sub / 2)..32 * (sub / 2) + 32];
-        let shift = 4 * (sub % 2);
-        out.extend(bytes.iter().zip(qh).map(|(&q, &h)| {
-            let q = ((q >> shift) & 0x0F) | (((h >> sub) & 1) << 4);
-            dl * f32::from(q) - ml
-        }));
+        out.extend(q5_k_sub(b, sub).iter().map(|&q| dl * f32::from(q) - ml));
+    }
+}
+
+/// A super-block of the K-quants with 16-weight sub-blocks (Q2_K, Q3_K, Q6_K) as integers: weight `i` is
+/// `(d * scales[i / 16]) * q[i] - dmin * mins[i / 16]` (`dmin` and `mins` zero for Q3_K and Q6_K).
+pub(crate) struct K16 {
+    pub d: f32,
+    pub dmin: f32,
+    pub scales: [i8; 16],
+    pub mins: [i8; 16],
+    pub q: [i8; QK_K],
+}
+
+/// Weights `i = 128h + 32k + l` of Q2_K and Q3_K: bits `2k..2k+2` of `qs[32h + l]`.
+fn two_bit(qs: &[u8], i: usize) -> i8 {
+    let (h, k, l) = (i / 128, (i % 128) / 32, i % 32);
+    ((qs[32 * h + l] >> (2 * k)) & 3) as i8
+}
+
+/// `scales: [u8; 16], qs: [u8; 64], d: f16, dmin: f16`; each scale byte is a 4-bit scale (low) and a
+/// 4-bit min (high).
+pub(crate) fn q2_k(b: &[u8]) -> K16 {
+    K16 {
+        d: f16_at(b, 80),
+        dmin: f16_at(b, 82),
+        scales: std::array::from_fn(|s| (b[s] & 0x0F) as i8),
+        mins: std::array::from_fn(|s| (b[s] >> 4) as i8),
+        q: std::array::from_fn(|i| two_bit(&b[16..80], i)),
+    }
+}
+
+/// `hmask: [u8; 32], qs: [u8; 64], scales: [u8; 12], d: f16`: weight `i` is its two bits in `qs` minus 4
+/// unless bit `i / 32` of `hmask[i % 32]` is set; scale `s` is six bits, the low four a nibble of
+/// `scales[s % 8]` (high nibble from 8 on), the high two bits `2(s / 4)..` of `scales[8 + s % 4]`, minus 32.
+pub(crate) fn q3_k(b: &[u8]) -> K16 {
+    let s = &b[96..108];
+    K16 {
+        d: f16_at(b, 108),
+        dmin: 0.0,
+        scales: std::array::from_fn(|k| {
+            let low = (s[k % 8] >> (4 * (k / 8))) & 0x0F;
+            let high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
+            (low | (high << 4)) as i8 - 32
+        }),
+        mins: [0; 16],
+        q: std::array::from_fn(|i| {
+            let high = (b[i % 32] >> (i / 32)) & 1;
+            two_bit(&b[32..96], i) - if high == 1 { 0 } else { 4 }
+        }),
     }
 }
 
 /// `ql: [u8; 128], qh: [u8; 64], scales: [i8; 16], d: f16`; element `i = 128h + 32k + l` takes nibble
-/// `k / 2` of `ql[64h + 32(k % 2) + l]` and bits `2k..2k+2` of `qh[32h + l]`; x = (d * scale[i / 16]) *
-/// (q - 32).
-fn q6_k(b: &[u8], out: &mut Vec<f32>) {
-    let (ql, qh, scales) = (&b[0..128], &b[128..192], &b[192..208]);
-    let d = f16_at(b, 208);
-    for i in 0..QK_K {
-        let (h, k, l) = (i / 128, (i % 128) / 32, i % 32);
-        let low = (ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
-        let high = (qh[32 * h + l] >> (2 * k)) & 0x03;
-        let q = (low | (high << 4)) as i8 - 32;
-        let scale = d * f32::from(scales[i / 16] as i8);
-        out.push(scale * f32::from(q));
+/// `k / 2` of `ql[64h + 32(k % 2) + l]` and bits `2k..2k+2` of `qh[32h + l]`, minus 32.
+pub(crate) fn q6_k(b: &[u8]) -> K16 {
+    let (ql, qh) = (&b[0..128], &b[128..192]);
+    K16 {
+        d: f16_at(b, 208),
+        dmin: 0.0,
+        scales: std::array::from_fn(|s| b[192 + s] as i8),
+        mins: [0; 16],
+        q: std::array::from_fn(|i| {
+            let (h, k, l) = (i / 128, (i % 128) / 32, i % 32);
+            let low = (ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
+            let high = (qh[32 * h + l] >> (2 * k)) & 0x03;
+            (low | (high << 4)) as i8 - 32
+        }),
+    }
+}
+
+/// x = (d * scale) * q - dmin * min, per sub-block of 16 (gguf-py's order; `- 0.0` changes no value).
+fn k16_dequantize(k: &K16, out: &mut Vec<f32>) {
+    for (s, q) in k.q.chunks_exact(16).enumerate() {
+        let dl = k.d * f32::from(k.scales[s]);
+        let ml = k.dmin * f32::from(k.mins[s]);
+        out.extend(q.iter().map(|&q| dl * f32::from(q) - ml));
     }
 }
 
@@ -341,11 +407,11 @@ mod tests {
 
     #[test]
     fn unsupported_type_names_tensor_and_type() {
-        let err = dequantize("blk.0.ffn_up.weight", GgmlType::Q2_K, &[0; 84]).unwrap_err();
+        let err = dequantize("blk.0.ffn_up.weight", GgmlType::IQ2_XXS, &[0; 66]).unwrap_err();
         assert_eq!(err.code(), "UNSUPPORTED_WEIGHTS");
         let msg = err.to_string();
         assert!(
-            msg.contains("blk.0.ffn_up.weight") && msg.contains("Q2_K"),
+            msg.contains("blk.0.ffn_up.weight") && msg.contains("IQ2_XXS"),
             "{msg}"
         );
     }

@@ -1,6 +1,7 @@
-// The quantized kernels that ship, through a whole model in Chromium: a tiny Llama GGUF whose weights are
-// Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL and IQ4_XS (F16 embeddings) on the CPU backend, against the f32
-// model of its weights as the Python `gguf` package dequantizes them, run by onnxruntime (tools/make_quant_fixtures.py). Each
+// The quantized kernels that ship, through a whole model in Chromium: two tiny Llama GGUFs whose weights are
+// Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL and IQ4_XS (llama-quant, F16 embeddings) and Q5_1, Q5_K, Q6_K, Q3_K
+// and Q2_K (llama-quant-k) on the CPU backend, against the f32 model of their weights as the Python `gguf`
+// package dequantizes them, run by onnxruntime (tools/make_quant_fixtures.py). Each
 // module the package ships runs it: the plain-SIMD and relaxed-SIMD main modules in a page, and the
 // threaded module on 1 and 2 threads in a worker of a cross-origin isolated page. Activations are rounded
 // to i16 per block of 32 before the integer products, hence a tolerance: a share of each
@@ -10,17 +11,20 @@ import { readFile } from "node:fs/promises";
 import { before, describe, test } from "node:test";
 import { browserFor } from "./harness.mjs";
 
-const WEIGHTS = "/tests/fixtures/decoders/llama-quant.gguf";
+const MODELS = ["llama-quant", "llama-quant-k"];
 // Over 10x the worst error measured natively (0.0007 of the spread); a wrong block layout or scale is of order 1.
 const TOLERANCE = 0.01;
 
-let reference;
+const references = {};
 before(async () => {
-  reference = JSON.parse(await readFile(new URL("../fixtures/decoders/llama-quant.json", import.meta.url), "utf8"));
+  for (const name of MODELS) {
+    references[name] = JSON.parse(await readFile(new URL(`../fixtures/decoders/${name}.json`, import.meta.url), "utf8"));
+  }
 });
 
-// In `page`: every case's logits from one pass and from one-token steps, and the backend it ran on.
-function runCases(page, { relaxedSimd = true, worker = false, threads = 1 } = {}) {
+// In `page`: every case's logits of model `name` from one pass and from one-token steps, and the backend
+// it ran on.
+function runCases(page, name, { relaxedSimd = true, worker = false, threads = 1 } = {}) {
   return page.evaluate(
     async ({ weights, cases, relaxedSimd, worker, threads }) => {
       const { init, Model, WorkerModel } = await import("/pkg/index.js");
@@ -43,13 +47,21 @@ function runCases(page, { relaxedSimd = true, worker = false, threads = 1 } = {}
       model.close();
       return { out, backend };
     },
-    { weights: WEIGHTS, cases: reference.cases.map((c) => c.tokens), relaxedSimd, worker, threads },
-  );
+    {
+      weights: `/tests/fixtures/decoders/${name}.gguf`,
+      cases: references[name].cases.map((c) => c.tokens),
+      relaxedSimd,
+      worker,
+      threads,
+    },
+  ).then((r) => ({ ...r, name }));
 }
 
 // Every row within the tolerance of the reference, one pass equal to the steps bit for bit, and the
 // greedy token where the reference's top two are further apart than the error. Returns the worst share.
-function check({ out }, what) {
+function check({ out, name }, what) {
+  const reference = references[name];
+  what = `${name}, ${what}`;
   let worst = 0;
   out.forEach(({ pass, steps }, c) => {
     const want = reference.cases[c];
@@ -81,9 +93,11 @@ describe("quantized weights through the CPU backend in Chromium", () => {
       const page = await browser.context.newPage();
       try {
         await page.goto(`${browser.url}/tests/browser/blank.html`);
-        const r = await runCases(page, { relaxedSimd });
-        assert.deepEqual(r.backend, { kind: "cpu", reason: "asked for", threads: 1, simd: relaxedSimd ? "relaxed" : "simd128" });
-        t.diagnostic(`worst error ${check(r, r.backend.simd).toFixed(4)} of the spread`);
+        for (const name of MODELS) {
+          const r = await runCases(page, name, { relaxedSimd });
+          assert.deepEqual(r.backend, { kind: "cpu", reason: "asked for", threads: 1, simd: relaxedSimd ? "relaxed" : "simd128" });
+          t.diagnostic(`${name}: worst error ${check(r, r.backend.simd).toFixed(4)} of the spread`);
+        }
       } finally {
         await page.close();
       }
@@ -95,10 +109,12 @@ describe("quantized weights on the threaded module", () => {
   const browser = browserFor({ webgpu: false, isolated: true });
 
   test("1 and 2 threads in a worker: the same logits, bit for bit, within the tolerance of the reference", async (t) => {
-    const one = await runCases(browser.page, { worker: true, threads: 1 });
-    const two = await runCases(browser.page, { worker: true, threads: 2 });
-    assert.equal(two.backend.threads, 2);
-    t.diagnostic(`worst error ${check(two, "2 threads").toFixed(4)} of the spread`);
-    assert.deepEqual(one.out, two.out);
+    for (const name of MODELS) {
+      const one = await runCases(browser.page, name, { worker: true, threads: 1 });
+      const two = await runCases(browser.page, name, { worker: true, threads: 2 });
+      assert.equal(two.backend.threads, 2);
+      t.diagnostic(`${name}: worst error ${check(two, "2 threads").toFixed(4)} of the spread`);
+      assert.deepEqual(one.out, two.out);
+    }
   });
 });

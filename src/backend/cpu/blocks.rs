@@ -9,18 +9,37 @@
 //!   Q5_0's `(q - 16) d` is exact in an i8, and so are the IQ4 types' table values (`IQ4_VALUES`) with
 //!   each IQ4_XS sub-block's `d (ls - 32)` as its `d`: 8 bits a weight instead of 5.5 or 4.25, but the
 //!   integer kernel instead of an f32 copy (32 bits).
+//! - BytesMin (from Q5_1, Q5_K): 32 weights `n d + m`, `n` in 0..32, as `d: f32, m: f32, qs: [i8; 32]`;
+//!   Nibbles' form with 5-bit `n` (each Q5_K sub-block as Q4_K's).
+//! - Halves (from Q6_K, Q3_K): 32 weights as two sub-blocks of 16, `q d sc[h]`, as `d: f32, sc: [i8; 2],
+//!   qs: [i8; 32]`. Q6_K's `q` (-32..32) times its i8 scale needs 13 bits, so the scale stays a
+//!   separate integer that the kernels multiply in i16 once per block (`dot::scaled_halves`). Q3_K's
+//!   scales are `sc - 32`, its `q` in -4..4.
+//! - HalvesMin (from Q2_K): Halves with a per-half min, `q d sc[h] + m mn[h]`, as `d: f32, m: f32,
+//!   sc: [i8; 2], mn: [i8; 2], qs: [i8; 32]`, with `m = -dmin`; the min term is the integer sum of each
+//!   half's activation codes times `mn[h]`.
 
 use super::dot::QK;
-use crate::weights::quant::{f16_at, five_bit, iq4_block, iq4_xs_scales, k_scales, GgmlType};
+use crate::weights::quant::{
+    f16_at, five_bit, iq4_block, iq4_xs_scales, k_scales, q2_k, q3_k, q5_k_sub, q6_k, GgmlType, K16,
+};
 
 pub(crate) const NIBBLES_BYTES: usize = 24;
 pub(crate) const BYTES_BYTES: usize = 36;
+pub(crate) const BYTES_MIN_BYTES: usize = 40;
+pub(crate) const HALVES_BYTES: usize = 38;
+pub(crate) const HALVES_MIN_BYTES: usize = 44;
+/// Elements per half of a Halves block (a 16-weight K-quant sub-block).
+pub(crate) const HALF: usize = QK / 2;
 
 /// The kernel layout of a block.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Layout {
     Nibbles,
     Bytes,
+    BytesMin,
+    Halves,
+    HalvesMin,
 }
 
 impl Layout {
@@ -31,6 +50,9 @@ impl Layout {
             GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL | GgmlType::IQ4_XS => {
                 Some(Layout::Bytes)
             }
+            GgmlType::Q5_1 | GgmlType::Q5_K => Some(Layout::BytesMin),
+            GgmlType::Q6_K | GgmlType::Q3_K => Some(Layout::Halves),
+            GgmlType::Q2_K => Some(Layout::HalvesMin),
             _ => None,
         }
     }
@@ -39,6 +61,19 @@ impl Layout {
         match self {
             Layout::Nibbles => NIBBLES_BYTES,
             Layout::Bytes => BYTES_BYTES,
+            Layout::BytesMin => BYTES_MIN_BYTES,
+            Layout::Halves => HALVES_BYTES,
+            Layout::HalvesMin => HALVES_MIN_BYTES,
+        }
+    }
+
+    /// Where the 32 integer weights of a block start.
+    pub fn qs_at(self) -> usize {
+        match self {
+            Layout::Nibbles | Layout::BytesMin => 8,
+            Layout::Bytes => 4,
+            Layout::Halves => 6,
+            Layout::HalvesMin => 12,
         }
     }
 
@@ -59,6 +94,38 @@ impl Layout {
                     *o = f32::from(q as i8) * d;
                 }
             }
+            Layout::BytesMin => {
+                let m = f32_at(b, 4);
+                for (o, &q) in out.iter_mut().zip(&b[8..40]) {
+                    *o = f32::from(q as i8) * d + m;
+                }
+            }
+            Layout::Halves | Layout::HalvesMin => {
+                let qs = &b[self.qs_at()..self.qs_at() + QK];
+                for (h, (o, q)) in out
+                    .chunks_exact_mut(HALF)
+                    .zip(qs.chunks_exact(HALF))
+                    .enumerate()
+                {
+                    let (dl, ml) = self.half_scales(b, h);
+                    for (o, &q) in o.iter_mut().zip(q) {
+                        let v = dl * f32::from(q as i8);
+                        *o = ml.map_or(v, |ml| v + ml);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A Halves block's scale `d sc[h]` of half `h`, and its offset `m mn[h]` when it has mins.
+    pub fn half_scales(self, b: &[u8], h: usize) -> (f32, Option<f32>) {
+        let d = f32_at(b, 0);
+        match self {
+            Layout::HalvesMin => (
+                d * f32::from(b[8 + h] as i8),
+                Some(f32_at(b, 4) * f32::from(b[10 + h] as i8)),
+            ),
+            _ => (d * f32::from(b[4 + h] as i8), None),
         }
     }
 }
@@ -110,10 +177,49 @@ pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
                     push_nibbles(&mut out, dl, -ml, &packed);
                 }
             }
+            GgmlType::Q5_1 => {
+                let q = five_bit(&b[4..8], &b[8..24]);
+                push_bytes_min(&mut out, f16_at(b, 0), f16_at(b, 2), &q);
+            }
+            GgmlType::Q5_K => {
+                let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+                let (sc, mn) = k_scales(&b[4..16]);
+                for sub in 0..8 {
+                    let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
+                    push_bytes_min(&mut out, dl, -ml, &q5_k_sub(b, sub));
+                }
+            }
+            GgmlType::Q6_K => push_halves(&mut out, &q6_k(b), false),
+            GgmlType::Q3_K => push_halves(&mut out, &q3_k(b), false),
+            GgmlType::Q2_K => push_halves(&mut out, &q2_k(b), true),
             _ => return None,
         }
     }
     Some((layout, out))
+}
+
+fn push_bytes_min(out: &mut Vec<u8>, d: f32, m: f32, q: &[u8; QK]) {
+    out.extend(d.to_le_bytes());
+    out.extend(m.to_le_bytes());
+    out.extend_from_slice(q);
+}
+
+/// A 16-weight K-quant super-block as eight Halves (or HalvesMin) blocks.
+fn push_halves(out: &mut Vec<u8>, k: &K16, min: bool) {
+    for sub in 0..8 {
+        out.extend(k.d.to_le_bytes());
+        let (sc, mn) = (
+            &k.scales[2 * sub..2 * sub + 2],
+            &k.mins[2 * sub..2 * sub + 2],
+        );
+        if min {
+            out.extend((-k.dmin).to_le_bytes());
+            out.extend(sc.iter().chain(mn).map(|&v| v as u8));
+        } else {
+            out.extend(sc.iter().map(|&v| v as u8));
+        }
+        out.extend(k.q[QK * sub..QK * (sub + 1)].iter().map(|&q| q as u8));
+    }
 }
 
 fn push_bytes(out: &mut Vec<u8>, d: f32, q: &[i8; QK]) {

@@ -14,7 +14,10 @@
 )]
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, Layout, BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, HALVES_MIN_BYTES,
+    NIBBLES_BYTES,
+};
 use super::layer::exp;
 
 /// Elements per block of every quantized layout (and per sub-block of Q4_K).
@@ -151,27 +154,38 @@ impl Acc {
 
     /// Adds block `b` of `x` times the block `n d + m` (32 integer weights `n`).
     fn add(&mut self, n: &[i16; QK], d: f32, m: f32, x: QuantizedRow, b: usize) {
-        // Exact integer sums, so their order is free; pairs of products as wasm's lanes (and x86's
-        // pmaddwd, which LLVM can then use).
-        let mut s = [0i32; 4];
-        let codes = &x.codes[b * QK..(b + 1) * QK];
-        for (wc, xc) in n.chunks_exact(8).zip(codes.chunks_exact(8)) {
-            for j in 0..4 {
-                s[j] += i32::from(wc[2 * j]) * i32::from(xc[2 * j])
-                    + i32::from(wc[2 * j + 1]) * i32::from(xc[2 * j + 1]);
-            }
-        }
-        let scale = d * x.scales[b];
+        self.add_lanes(
+            lane_sums(n, &x.codes[b * QK..(b + 1) * QK]),
+            d * x.scales[b],
+        );
+        self.offset += m * x.sums[b];
+    }
+
+    /// Adds exact integer lane sums times `scale`.
+    fn add_lanes(&mut self, s: [i32; 4], scale: f32) {
         for (lane, sj) in self.lanes.iter_mut().zip(s) {
             *lane += sj as f32 * scale;
         }
-        self.offset += m * x.sums[b];
     }
 
     fn total(self) -> f32 {
         let l = self.lanes;
         (l[0] + l[1]) + (l[2] + l[3]) + self.offset
     }
+}
+
+/// `n . codes` (equally long, a multiple of 8) in four lanes, pairs of products as wasm's
+/// `i32x4.dot_i16x8_s` (and x86's pmaddwd, which LLVM can then use); exact, so the order within a lane is
+/// free.
+fn lane_sums(n: &[i16], codes: &[i16]) -> [i32; 4] {
+    let mut s = [0i32; 4];
+    for (wc, xc) in n.chunks_exact(8).zip(codes.chunks_exact(8)) {
+        for j in 0..4 {
+            s[j] += i32::from(wc[2 * j]) * i32::from(xc[2 * j])
+                + i32::from(wc[2 * j + 1]) * i32::from(xc[2 * j + 1]);
+        }
+    }
+    s
 }
 
 /// Sums the blocks of `w` (each `block_bytes` long; `decode` gives its integer weights `n`, scale `d` and
@@ -215,4 +229,60 @@ pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N]
         }
         (f32_at(b, 0), 0.0)
     })
+}
+
+/// BytesMin layout: `d: f32, m: f32, qs: [i8; 32]`; w = n d + m.
+pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks(w, xs, BYTES_MIN_BYTES, |b, n| {
+        for (o, &q) in n.iter_mut().zip(&b[8..40]) {
+            *o = i16::from(q as i8);
+        }
+        (f32_at(b, 0), f32_at(b, 4))
+    })
+}
+
+/// Halves layout (Q6_K, Q3_K): w = q d sc[h], as the integer weights `q sc[h]` (`scaled_halves`) and `d`.
+pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks(w, xs, HALVES_BYTES, |b, n| {
+        scaled_halves(b, 4, 6, n);
+        (f32_at(b, 0), 0.0)
+    })
+}
+
+/// The 32 weights at `b[at..]` times their half's scale (`b[sc_at + h]`) as i16: exact, `|q sc|` being at
+/// most 32 (Q6_K's `|q|`) times 128. A lane of a block's product then sums 8 products of at most 4096 times
+/// 32767, below 2^30: no i32 overflow.
+fn scaled_halves(b: &[u8], sc_at: usize, at: usize, n: &mut [i16; QK]) {
+    for (h, (o, q)) in n
+        .chunks_exact_mut(HALF)
+        .zip(b[at..at + QK].chunks_exact(HALF))
+        .enumerate()
+    {
+        let sc = i16::from(b[sc_at + h] as i8);
+        for (o, &q) in o.iter_mut().zip(q) {
+            *o = i16::from(q as i8) * sc;
+        }
+    }
+}
+
+/// HalvesMin layout (Q2_K): w = q d sc[h] + m mn[h]. The min term is `m` times the codes' sums per half
+/// weighted by `mn[h]`, an integer below 2^24 (`2 * 16 * 15 * 32767`, the mins being 4 bits), so exact in
+/// f32 too.
+pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    let mut acc = [Acc::ZERO; N];
+    let mut n = [0i16; QK];
+    for (b, block) in w.chunks_exact(HALVES_MIN_BYTES).enumerate() {
+        scaled_halves(block, 8, 12, &mut n);
+        let mn = [block[10] as i8, block[11] as i8].map(i32::from);
+        let (d, m) = (f32_at(block, 0), f32_at(block, 4));
+        for (a, x) in acc.iter_mut().zip(&xs) {
+            let codes = &x.codes[b * QK..(b + 1) * QK];
+            a.add_lanes(lane_sums(&n, codes), d * x.scales[b]);
+            let (lo, hi) = codes.split_at(HALF);
+            let sum = |c: &[i16]| c.iter().map(|&v| i32::from(v)).sum::<i32>();
+            let t = mn[0] * sum(lo) + mn[1] * sum(hi);
+            a.offset += t as f32 * (m * x.scales[b]);
+        }
+    }
+    acc.map(Acc::total)
 }

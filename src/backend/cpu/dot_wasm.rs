@@ -11,7 +11,9 @@
 use core::arch::wasm32::*;
 
 use super::activations::QuantizedRow;
-use super::blocks::{f32_at, Layout, BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALVES_BYTES, HALVES_MIN_BYTES, NIBBLES_BYTES,
+};
 use super::dot::{tail_dot, QK};
 
 /// Element types a v128 is loaded from: plain numbers (no padding, every bit pattern valid).
@@ -81,19 +83,16 @@ impl Acc {
     /// is 32 integer weights in four i16x8. Arrays, not slices: their loads need no bounds checks, which
     /// were a third of a decoding token's instructions.
     fn add(&mut self, n: &[v128; 4], d: f32, m: f32, c: &[i16; QK], xs: f32, xsum: f32) {
-        let s = i32x4_add(
-            i32x4_add(
-                i32x4_dot_i16x8(n[0], load(c, 0)),
-                i32x4_dot_i16x8(n[1], load(c, 8)),
-            ),
-            i32x4_add(
-                i32x4_dot_i16x8(n[2], load(c, 16)),
-                i32x4_dot_i16x8(n[3], load(c, 24)),
-            ),
-        );
-        let scale = f32x4_splat(d * xs);
-        self.lanes = f32x4_add(self.lanes, f32x4_mul(f32x4_convert_i32x4(s), scale));
+        self.add_lanes(product(n, c), d * xs);
         self.offset += m * xsum;
+    }
+
+    /// Adds exact integer lane sums times `scale`.
+    fn add_lanes(&mut self, s: v128, scale: f32) {
+        self.lanes = f32x4_add(
+            self.lanes,
+            f32x4_mul(f32x4_convert_i32x4(s), f32x4_splat(scale)),
+        );
     }
 
     fn total(self) -> f32 {
@@ -102,6 +101,20 @@ impl Acc {
             + (f32x4_extract_lane::<2>(l) + f32x4_extract_lane::<3>(l))
             + self.offset
     }
+}
+
+/// The exact lane sums of 32 integer weights (four i16x8) times a block of codes.
+fn product(n: &[v128; 4], c: &[i16; QK]) -> v128 {
+    i32x4_add(
+        i32x4_add(
+            i32x4_dot_i16x8(n[0], load(c, 0)),
+            i32x4_dot_i16x8(n[1], load(c, 8)),
+        ),
+        i32x4_add(
+            i32x4_dot_i16x8(n[2], load(c, 16)),
+            i32x4_dot_i16x8(n[3], load(c, 24)),
+        ),
+    )
 }
 
 /// 16 unsigned bytes (below 128) as two i16x8.
@@ -309,27 +322,31 @@ fn exp4(x: v128) -> v128 {
 }
 
 /// A weight row in a kernel layout as f32, as `dot::dequantize_row` (`n d + m` per weight, the same
-/// roundings).
+/// roundings; the Halves layouts with each half's `d sc[h]` and `m mn[h]`).
 pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
     let mask = u8x16_splat(0x0F);
     for (b, o) in w
         .chunks_exact(layout.block_bytes())
         .zip(out.chunks_exact_mut(QK))
     {
-        let d = f32x4_splat(f32_at(b, 0));
+        let (d, at) = (f32_at(b, 0), layout.qs_at());
         // Eight i16x8 halves in element order, widened to i32x4 quarters below.
         let n = match layout {
             Layout::Nibbles => {
-                let qs = load(b, 8);
+                let qs = load(b, at);
                 join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4)))
             }
-            Layout::Bytes => join(widen_i8(load(b, 4)), widen_i8(load(b, 20))),
+            _ => join(widen_i8(load(b, at)), widen_i8(load(b, at + 16))),
         };
-        let m = match layout {
-            Layout::Nibbles => Some(f32x4_splat(f32_at(b, 4))),
-            Layout::Bytes => None,
+        // The scale and offset of each sub-block of 16.
+        let scales = match layout {
+            Layout::Nibbles | Layout::BytesMin => [(d, Some(f32_at(b, 4))); 2],
+            Layout::Bytes => [(d, None); 2],
+            Layout::Halves | Layout::HalvesMin => [0, 1].map(|h| layout.half_scales(b, h)),
         };
         for (i, half) in n.into_iter().enumerate() {
+            let (d, m) = scales[i / 2];
+            let (d, m) = (f32x4_splat(d), m.map(|m| f32x4_splat(m)));
             for (j, quarter) in [i32x4_extend_low_i16x8(half), i32x4_extend_high_i16x8(half)]
                 .into_iter()
                 .enumerate()
@@ -364,4 +381,66 @@ pub(crate) fn bytes<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N]
         let n = join(widen_i8(load(b, 4)), widen_i8(load(b, 20)));
         (n, f32_at(b, 0), 0.0)
     })
+}
+
+pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks::<N, BYTES_MIN_BYTES>(w, xs, |b| {
+        let n = join(widen_i8(load(b, 8)), widen_i8(load(b, 24)));
+        (n, f32_at(b, 0), f32_at(b, 4))
+    })
+}
+
+/// As `dot::halves`: each i16x8 of weights times its half's scale (`i16x8.mul`, exact), once per block.
+pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    blocks::<N, HALVES_BYTES>(w, xs, |b| (scaled_halves(b, 4, 6), f32_at(b, 0), 0.0))
+}
+
+/// The 32 weights at `b[at..]` times their half's scale `b[sc_at + h]`, as `dot::scaled_halves`.
+fn scaled_halves(b: &[u8], sc_at: usize, at: usize) -> [v128; 4] {
+    let sc = [0, 1].map(|h| i16x8_splat(i16::from(b[sc_at + h] as i8)));
+    let [q0, q1, q2, q3] = join(widen_i8(load(b, at)), widen_i8(load(b, at + 16)));
+    [
+        i16x8_mul(q0, sc[0]),
+        i16x8_mul(q1, sc[0]),
+        i16x8_mul(q2, sc[1]),
+        i16x8_mul(q3, sc[1]),
+    ]
+}
+
+/// As `dot::halves_min`: the min term from the codes dotted with each half's `mn` (`i16x8` splats), summed
+/// across lanes.
+pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    let (w, _) = w.as_chunks::<HALVES_MIN_BYTES>();
+    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
+    // As in `blocks`: checked once so that the loop needs no checks.
+    assert!(xs
+        .iter()
+        .zip(&codes)
+        .all(|(x, c)| c.len() >= w.len() && x.scales.len() >= w.len()));
+    let mut acc = [Acc::zero(); N];
+    for (b, block) in w.iter().enumerate() {
+        let n = scaled_halves(block, 8, 12);
+        let mins = [0, 1].map(|h| i16x8_splat(i16::from(block[10 + h] as i8)));
+        let (d, m) = (f32_at(block, 0), f32_at(block, 4));
+        for ((a, x), c) in acc.iter_mut().zip(&xs).zip(&codes) {
+            let c = &c[b];
+            let cv = [load(c, 0), load(c, 8), load(c, 16), load(c, 24)];
+            // No offset here (`m` is 0); the min term follows.
+            a.add(&n, d, 0.0, c, x.scales[b], 0.0);
+            let t = i32x4_add(
+                i32x4_add(
+                    i32x4_dot_i16x8(mins[0], cv[0]),
+                    i32x4_dot_i16x8(mins[0], cv[1]),
+                ),
+                i32x4_add(
+                    i32x4_dot_i16x8(mins[1], cv[2]),
+                    i32x4_dot_i16x8(mins[1], cv[3]),
+                ),
+            );
+            let t = (i32x4_extract_lane::<0>(t) + i32x4_extract_lane::<1>(t))
+                + (i32x4_extract_lane::<2>(t) + i32x4_extract_lane::<3>(t));
+            a.offset += t as f32 * (m * x.scales[b]);
+        }
+    }
+    acc.map(Acc::total)
 }

@@ -26,19 +26,23 @@ fn scale(rng: &mut Rng, i: usize) -> [u8; 2] {
     f16::from_f32(v).to_le_bytes()
 }
 
-/// A row of `blocks` random blocks of `ty`, with f16 scales (and mins) at the start of each block.
+/// A row of `blocks` random blocks of `ty`, with f16 scales (and mins) where the type keeps them.
 fn random_row(rng: &mut Rng, ty: GgmlType, blocks: usize) -> Vec<u8> {
     let (_, bytes) = ty.block_layout();
-    let scale_fields = match ty {
-        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL | GgmlType::IQ4_XS => 1,
-        _ => 2,
-    };
-    let mut row = Vec::with_capacity(blocks * bytes);
-    for b in 0..blocks {
-        for f in 0..scale_fields {
-            row.extend(scale(rng, b * scale_fields + f));
+    let scale_fields: &[usize] = match ty {
+        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL | GgmlType::IQ4_XS => {
+            &[0]
         }
-        row.extend((2 * scale_fields..bytes).map(|_| rng.byte()));
+        GgmlType::Q6_K => &[208],
+        GgmlType::Q3_K => &[108],
+        GgmlType::Q2_K => &[80, 82],
+        _ => &[0, 2],
+    };
+    let mut row: Vec<u8> = (0..blocks * bytes).map(|_| rng.byte()).collect();
+    for (b, block) in row.chunks_exact_mut(bytes).enumerate() {
+        for (f, &at) in scale_fields.iter().enumerate() {
+            block[at..at + 2].copy_from_slice(&scale(rng, b * scale_fields.len() + f));
+        }
     }
     row
 }
@@ -166,6 +170,43 @@ fn q5_0_matches_dequantized() {
 }
 
 #[test]
+fn q5_1_matches_dequantized() {
+    check(
+        GgmlType::Q5_1,
+        kernels::bytes_min::<1>,
+        kernels::bytes_min::<4>,
+    );
+}
+
+#[test]
+fn q5_k_matches_dequantized() {
+    check(
+        GgmlType::Q5_K,
+        kernels::bytes_min::<1>,
+        kernels::bytes_min::<4>,
+    );
+}
+
+#[test]
+fn q6_k_matches_dequantized() {
+    check(GgmlType::Q6_K, kernels::halves::<1>, kernels::halves::<4>);
+}
+
+#[test]
+fn q3_k_matches_dequantized() {
+    check(GgmlType::Q3_K, kernels::halves::<1>, kernels::halves::<4>);
+}
+
+#[test]
+fn q2_k_matches_dequantized() {
+    check(
+        GgmlType::Q2_K,
+        kernels::halves_min::<1>,
+        kernels::halves_min::<4>,
+    );
+}
+
+#[test]
 fn iq4_nl_matches_dequantized() {
     check(GgmlType::IQ4_NL, kernels::bytes::<1>, kernels::bytes::<4>);
 }
@@ -245,6 +286,11 @@ fn rows_dequantize_as_their_blocks_do() {
         GgmlType::Q5_0,
         GgmlType::IQ4_NL,
         GgmlType::IQ4_XS,
+        GgmlType::Q5_1,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+        GgmlType::Q3_K,
+        GgmlType::Q2_K,
     ] {
         let blocks = 256 / ty.block_layout().0;
         let ggml = random_row(&mut rng, ty, blocks);

@@ -28,6 +28,9 @@ impl Layout {
         match self {
             Layout::Nibbles => kernels::nibbles(w, xs),
             Layout::Bytes => kernels::bytes(w, xs),
+            Layout::BytesMin => kernels::bytes_min(w, xs),
+            Layout::Halves => kernels::halves(w, xs),
+            Layout::HalvesMin => kernels::halves_min(w, xs),
         }
     }
 }
