@@ -1,6 +1,6 @@
 //! LoRA adapters (llama.cpp's GGUF format), loaded as pages load them (`AssembledModel` with `adapters`),
 //! on the CPU backend (low-rank terms beside the weights) and the GPU backend (merged into f32 weights):
-//! the f32 fixture Llama plus a random adapter against llama.cpp's logits, the quantized fixture plus an
+//! the f32 fixture Llama (safetensors and GGUF) plus a random adapter against llama.cpp's logits, the quantized fixture plus an
 //! adapter of every projection and the head CPU against GPU (tools/make_lora_fixtures.py), and flawed
 //! adapters refused with INVALID_ADAPTER naming the flaw.
 
@@ -16,18 +16,19 @@ use wisp::assembly::{AssembledModel, LoadOptions};
 /// The quantized fixture (llama-quant.gguf) on `backend` with `adapters`.
 fn load(backend: &str, adapters: Vec<(Vec<u8>, f32)>) -> wisp::Result<AssembledModel> {
     let base = std::fs::read(dir().join("llama-quant.gguf")).unwrap();
-    load_bytes(&base, None, backend, adapters)
+    load_bytes(&base, None, None, backend, adapters)
 }
 
 fn load_bytes(
     weights: &[u8],
+    tokenizer: Option<&[u8]>,
     config: Option<String>,
     backend: &str,
     adapters: Vec<(Vec<u8>, f32)>,
 ) -> wisp::Result<AssembledModel> {
     pollster::block_on(AssembledModel::load(
         weights,
-        None,
+        tokenizer,
         LoadOptions {
             backend: Some(backend.into()),
             context_len: Some(64),
@@ -48,17 +49,29 @@ fn logits(model: &AssembledModel, tokens: &[u32]) -> Vec<Vec<f32>> {
     pollster::block_on(dec.forward(tokens)).unwrap()
 }
 
-/// The f32 Llama (safetensors, Hugging Face's q/k row order) plus llama.lora.gguf against llama.cpp on
-/// the same weights and adapter, with the same greedy tokens and within 2e-3 (logits spread ~3): llama.cpp
-/// multiplies f16 tensors with activations rounded to f16, which moves the adapter's term by up to 7e-4
-/// here (the weights are f32 on both sides; our CPU and GPU agree with each other to 1e-6).
-fn matches_llama_cpp(backend: &str) {
-    let weights = std::fs::read(dir().join("llama.safetensors")).unwrap();
-    let config = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();
+/// The f32 Llama plus llama.lora.gguf against llama.cpp on the same weights and adapter, with the same
+/// greedy tokens and within 2e-3 (logits spread ~3): llama.cpp multiplies f16 tensors with activations
+/// rounded to f16, which moves the adapter's term by up to 7e-4 here (the weights are f32 on both sides;
+/// our CPU and GPU agree with each other to 1e-6). The base is the safetensors file (Hugging Face's q/k
+/// row order: the adapter's q/k rows are put in it) or, with `gguf`, llama.gguf, the very file llama.cpp
+/// ran (its permuted rows, the adapter's taken as they are), as a GGUF model such as SmolLM2 loads.
+fn matches_llama_cpp(backend: &str, gguf: bool) {
+    let (weights, config) = if gguf {
+        (std::fs::read(dir().join("llama.gguf")).unwrap(), None)
+    } else {
+        (
+            std::fs::read(dir().join("llama.safetensors")).unwrap(),
+            Some(std::fs::read_to_string(dir().join("llama.config.json")).unwrap()),
+        )
+    };
+    // llama.gguf's vocabulary is there for llama.cpp (which loads no model without one, nor with an empty
+    // merge list) and is not a valid BPE one; the test feeds ids, so any tokenizer does.
+    let tokenizer = std::fs::read(dir().join("bytes.tokenizer.json")).unwrap();
     let adapter = std::fs::read(dir().join("llama.lora.gguf")).unwrap();
     let model = load_bytes(
         &weights,
-        Some(config.clone()),
+        Some(&tokenizer),
+        config.clone(),
         backend,
         vec![(adapter, 1.0)],
     )
@@ -80,7 +93,7 @@ fn matches_llama_cpp(backend: &str) {
         }
     }
     // The adapter is what brings the logits there: the base alone is far off.
-    let base = load_bytes(&weights, Some(config), backend, Vec::new()).unwrap();
+    let base = load_bytes(&weights, Some(&tokenizer), config, backend, Vec::new()).unwrap();
     let case = &reference.cases[0];
     let off = logits(&base, &case.tokens)
         .iter()
@@ -95,12 +108,22 @@ fn matches_llama_cpp(backend: &str) {
 
 #[test]
 fn cpu_logits_with_an_adapter_match_llama_cpp() {
-    matches_llama_cpp("cpu");
+    matches_llama_cpp("cpu", false);
+}
+
+#[test]
+fn cpu_logits_with_an_adapter_over_a_gguf_base_match_llama_cpp() {
+    matches_llama_cpp("cpu", true);
 }
 
 #[test]
 fn gpu_logits_with_an_adapter_match_llama_cpp() {
-    matches_llama_cpp("webgpu");
+    matches_llama_cpp("webgpu", false);
+}
+
+#[test]
+fn gpu_logits_with_an_adapter_over_a_gguf_base_match_llama_cpp() {
+    matches_llama_cpp("webgpu", true);
 }
 
 /// Quantized weights with low-rank terms on the CPU against the GPU's f32 weights with the adapter merged:

@@ -6,9 +6,10 @@ Run once (not in CI); outputs are committed under tests/fixtures/decoders/:
     python3 tools/make_lora_fixtures.py
 
 - llama.lora.gguf over the f32 Llama (llama.safetensors, Hugging Face's row order): llama.cpp runs the
-  same weights from a temporary GGUF (q and k rows permuted as its converter writes them, a byte-level
+  same weights from llama.gguf (q and k rows permuted as its converter writes them, a byte-level
   vocabulary, since llama.cpp loads no model without one) with the adapter: llama-lora.json. f32 weights
-  on both sides, so the comparison is tight, and the adapter's q/k rows meet Hugging Face's order.
+  on both sides, so the comparison is tight; Wisp runs both bases, so the adapter's q/k rows meet Hugging
+  Face's order (safetensors) and llama.cpp's (GGUF, as SmolLM2 loads).
 - llama-quant.lora.gguf over the quantized fixture (llama-quant.gguf), every projection and the untied
   head: no llama.cpp reference (llama.cpp's own activation rounding puts its base 3% of a row's spread
   from the exact dequantized model, more than the check would allow), but the CPU backend's quantized
@@ -18,7 +19,6 @@ Rank 4, alpha 8, f16 tensors.
 """
 import json
 import pathlib
-import tempfile
 
 import gguf
 import numpy as np
@@ -226,11 +226,10 @@ def main():
         return smollm2()
     write_adapter(BASE, ADAPTER, np.random.default_rng(7))
     write_bad_adapters()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = str(pathlib.Path(tmp) / "llama.gguf")
-        f32_base(base)
-        write_adapter(base, OUT / "llama.lora.gguf", np.random.default_rng(8))
-        reference(base, str(OUT / "llama.lora.gguf"), "llama-lora", "llama.lora.gguf over llama.safetensors")
+    base = str(OUT / "llama.gguf")
+    f32_base(base)
+    write_adapter(base, OUT / "llama.lora.gguf", np.random.default_rng(8))
+    reference(base, str(OUT / "llama.lora.gguf"), "llama-lora", "llama.lora.gguf over llama.gguf (llama.safetensors)")
 
 
 if __name__ == "__main__":
