@@ -24,7 +24,7 @@ import gguf
 import numpy as np
 
 from make_decoder_fixtures import OUT, SEQUENCES
-from make_quant_fixtures import HF_TO_GGUF, permute
+from make_quant_fixtures import HF_TO_GGUF, llama_writer, permute
 
 BASE = OUT / "llama-quant.gguf"
 ADAPTER = OUT / "llama-quant.lora.gguf"
@@ -139,15 +139,7 @@ def f32_base(dst):
 
     cfg = json.loads((OUT / "llama.config.json").read_text())
     hf = load_file(OUT / "llama.safetensors")
-    w = gguf.GGUFWriter(dst, "llama")
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_rope_freq_base(cfg["rope_theta"])
+    w = llama_writer(dst, cfg)
     add_vocab(w)
     names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}
     for i in range(cfg["num_hidden_layers"]):

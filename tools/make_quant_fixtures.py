@@ -112,17 +112,23 @@ def quantized(w, qtype, rng):
     return quantize(w, qtype)
 
 
+def llama_writer(path, cfg):
+    """A GGUF writer for a Llama of Hugging Face configuration `cfg`, its hyper-parameters written."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(cfg["max_position_embeddings"])
+    writer.add_embedding_length(cfg["hidden_size"])
+    writer.add_block_count(cfg["num_hidden_layers"])
+    writer.add_feed_forward_length(cfg["intermediate_size"])
+    writer.add_head_count(cfg["num_attention_heads"])
+    writer.add_head_count_kv(cfg["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    writer.add_rope_freq_base(cfg["rope_theta"])
+    return writer
+
+
 def write_model(name, rng, layer_types, embd_type, head_type):
     hf = weights(CFG, rng)
-    writer = gguf.GGUFWriter(str(OUT / f"{name}.gguf"), "llama")
-    writer.add_context_length(CFG["max_position_embeddings"])
-    writer.add_embedding_length(CFG["hidden_size"])
-    writer.add_block_count(CFG["num_hidden_layers"])
-    writer.add_feed_forward_length(CFG["intermediate_size"])
-    writer.add_head_count(CFG["num_attention_heads"])
-    writer.add_head_count_kv(CFG["num_key_value_heads"])
-    writer.add_layer_norm_rms_eps(CFG["rms_norm_eps"])
-    writer.add_rope_freq_base(CFG["rope_theta"])
+    writer = llama_writer(OUT / f"{name}.gguf", CFG)
     reference = {}
     types = {}
 
