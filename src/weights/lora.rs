@@ -216,10 +216,6 @@ impl Adapters {
         self.terms.get(gguf_name).map_or(&[], Vec::as_slice)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
-
     /// Reorders the output rows of every term of the weights `pred` picks (see [`LowRank::permute_rows`]).
     pub fn permute_rows(&mut self, pred: impl Fn(&str) -> Option<Vec<usize>>) {
         for (name, terms) in &mut self.terms {
