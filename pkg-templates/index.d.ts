@@ -150,11 +150,12 @@ export type LoadProgress =
   | { phase: "ready" };
 
 type Bytes = Uint8Array | ArrayBuffer | ArrayBufferView;
-type Source =
+export type Source =
   | string
   | URL
   | Bytes
-  | { bundle: string | URL }
+  /** `files`: where some of the manifest's files are served instead of beside it, by their manifest path. */
+  | { bundle: string | URL; files?: Record<string, string | URL | Bytes> }
   | { weights: string | URL | Bytes; tokenizer?: string | URL | Bytes; config?: string | object; chatTemplate?: string };
 
 /** An OpenAI-shaped message, as `agent.messages` gives them and `renderChat` takes them. */
@@ -508,7 +509,8 @@ export class WorkerAgent {
 export type ToolFunction = (args: any, ctx: { signal: AbortSignal; id: string }) => unknown;
 
 export interface AgentOptions {
-  model: Model | WorkerModel | Source;
+  /** Default: wisp-mini, which ships inside the package. */
+  model?: Model | WorkerModel | Source;
   /** Load the source into a `WorkerModel`: the model and the conversation in a Web Worker, tools on the page. */
   worker?: boolean;
   load?: Parameters<typeof Model.load>[1];
@@ -534,7 +536,8 @@ export interface AgentOptions {
 }
 
 export function createAgent(options: AgentOptions & ({ worker: true } | { model: WorkerModel })): Promise<WorkerAgent>;
-export function createAgent(options: AgentOptions & { model: Model | Source; worker?: false }): Promise<Agent>;
+/** Without `model`, the agent runs wisp-mini, which ships inside the package. */
+export function createAgent(options?: AgentOptions & { model?: Model | Source; worker?: false }): Promise<Agent>;
 
 export interface ChatCompletionTool {
   type: "function";

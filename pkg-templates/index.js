@@ -17,7 +17,8 @@ export { WorkerModel };
 export { createChatCompletions, openaiFetch } from "./openai.js";
 
 /**
- * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`;
+ * Creates an agent: `options.model` is a loaded `Model` or `WorkerModel`, or a source for `Model.load`
+ * (default: wisp-mini, which ships inside the package);
  * other options: `worker` (load the source into a `WorkerModel`), `system`, `contextPolicy` (`"trim"`, the
  * default, `"error"` or a function: docs/guide.md, "Long conversations"), `maxSteps` (default 6),
  * `toolCallFormat`, `maxResultTokens` (the most tokens of one tool result the model reads; default a quarter
@@ -25,7 +26,10 @@ export { createChatCompletions, openaiFetch } from "./openai.js";
  * `Model.load`).
  */
 export async function createAgent(options = {}) {
-  const { model: source, load, worker, ...rest } = options;
+  const { model: given, load, worker, ...rest } = options;
+  // Imported only when needed: an app that loads its own model still gets the default's files copied by
+  // its bundler, but never downloads them.
+  const source = given ?? (await import("./models/wisp-mini.js")).wispMini;
   if (worker || source instanceof WorkerModel) {
     const owned = !(source instanceof WorkerModel);
     const model = owned ? await WorkerModel.load(source, load) : source;
@@ -320,8 +324,19 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
     const base = resolveUrl(source.bundle);
     // Asked of the server first: a changed manifest is how a model update reaches returning users.
     const manifest = await guard(async () => module.parseManifest(await text(base, {}, "INVALID_MANIFEST", "network")));
-    const at = (file) => new URL(file.path, base);
     const f = manifest.files;
+    // `files`: where some of the manifest's files really are (a bundler renames what it copies).
+    const moved = source.files ?? {};
+    if (typeof moved !== "object" || Array.isArray(moved)) {
+      throw new WispError("INVALID_REQUEST", "a bundle's files must map paths of its manifest to URLs or bytes");
+    }
+    const named = [f.weights, f.tokenizer, f.config, f.chat_template, ...(f.adapters ?? [])].filter(Boolean).map((file) => file.path);
+    const stray = Object.keys(moved).filter((path) => !named.includes(path));
+    if (stray.length) throw new WispError("INVALID_REQUEST", `files names ${stray.join(", ")}, which the manifest does not`);
+    if (extra.baseWeights !== undefined && Object.hasOwn(moved, f.weights.path)) {
+      throw new WispError("INVALID_REQUEST", `baseWeights and files both say where ${f.weights.path} is`);
+    }
+    const at = (file) => (Object.hasOwn(moved, file.path) ? toBytes(moved[file.path]) ?? resolveUrl(moved[file.path]) : new URL(file.path, base));
     const elsewhere = extra.baseWeights;
     return {
       manifest,

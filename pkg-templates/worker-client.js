@@ -68,7 +68,21 @@ function transferable(source) {
   };
   take(source);
   if (source && typeof source === "object") for (const v of Object.values(source)) take(v);
+  if (source?.files && typeof source.files === "object") for (const v of Object.values(source.files)) take(v);
   return list;
+}
+
+// `source` with its URLs made absolute by `absolute` (and so strings, which a worker can receive).
+function absoluteSource(source, absolute) {
+  if (!source || typeof source !== "object" || source instanceof URL || ArrayBuffer.isView(source) || source instanceof ArrayBuffer) {
+    return absolute(source);
+  }
+  const out = { ...source };
+  for (const key of ["bundle", "weights", "tokenizer"]) if (key in out) out[key] = absolute(out[key]);
+  if (out.files && typeof out.files === "object") {
+    out.files = Object.fromEntries(Object.entries(out.files).map(([path, where]) => [path, absolute(where)]));
+  }
+  return out;
 }
 
 export class WorkerModel {
@@ -87,6 +101,7 @@ export class WorkerModel {
     const absolute = (u) => (typeof u === "string" || u instanceof URL ? String(resolveUrl(u)) : u);
     if (Array.isArray(rest.adapters)) rest.adapters = rest.adapters.map((a) => (a?.url === undefined ? a : { ...a, url: absolute(a.url) }));
     if (rest.baseWeights !== undefined) rest.baseWeights = absolute(rest.baseWeights);
+    source = absoluteSource(source, absolute);
     const channel = new Channel(worker ?? threading.worker?.() ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
     try {
       const info = await channel.call("load", { source, options: rest }, {

@@ -42,9 +42,15 @@ threaded threads ""
 glue wisp_core_mt target/threads/wasm32-unknown-unknown/release/wisp.wasm
 threaded threads-relaxed ",+relaxed-simd"
 glue wisp_core_mt_relaxed target/threads-relaxed/wasm32-unknown-unknown/release/wisp.wasm
-cp pkg-templates/* LICENSE-MIT LICENSE-APACHE pkg/
-# The package's files, for service workers that precache it (www/sw.js): snippet paths change every build.
-node -e 'const fs = require("fs"); const files = fs.readdirSync("pkg", { recursive: true }).filter((f) => fs.statSync(`pkg/${f}`).isFile() && f !== "files.json").sort(); fs.writeFileSync("pkg/files.json", JSON.stringify(files, null, 1) + "\n")'
+cp pkg-templates/*.* LICENSE-MIT LICENSE-APACHE pkg/
+# The models that ship inside the package: wisp-mini whole, wisp-agent without its 98 MB base.
+mkdir -p pkg/models/wisp-mini pkg/models/wisp-agent
+cp pkg-templates/models/* pkg/models/
+cp models/wisp-mini/{manifest.json,model.safetensors,config.json,tokenizer.json,chat_template.jinja} pkg/models/wisp-mini/
+cp models/wisp-agent/{manifest.json,adapter.gguf,chat_template.jinja} pkg/models/wisp-agent/
+# The package's code, for service workers that precache it (www/sw.js): snippet paths change every build.
+# Without the models' data (models/*/): the loader keeps those in its own cache once a page loads them.
+node -e 'const fs = require("fs"); const files = fs.readdirSync("pkg", { recursive: true }).filter((f) => fs.statSync(`pkg/${f}`).isFile() && f !== "files.json" && !/^models\/[^/]+\//.test(f)).sort(); fs.writeFileSync("pkg/files.json", JSON.stringify(files, null, 1) + "\n")'
 for wasm in wisp_core_bg.wasm wisp_core_relaxed_bg.wasm wisp_core_mt_bg.wasm wisp_core_mt_relaxed_bg.wasm; do
   echo "pkg/: ${wasm} $(stat -c %s "pkg/${wasm}") bytes, $(gzip -9 -c "pkg/${wasm}" | wc -c) gzipped"
 done

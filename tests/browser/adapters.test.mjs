@@ -108,6 +108,11 @@ describe("LoRA adapters in a page", () => {
         out.scale = await code(load({ adapters: [{ url: "x", scale: Infinity }] }));
         out.unknown = await code(load({ adapters: [{ url: "x", weight: 1 }] }));
         out.baseWithoutBundle = await code(load({ baseWeights: "x" }));
+        const bundle = (files, options = {}) =>
+          code(Model.load({ bundle: `${dir}/llama-lora.manifest.json`, files }, { backend: "cpu", cache: false, ...options }));
+        out.strayFile = await bundle({ "llama.safetensors": `${dir}/llama.safetensors`, "other.bin": "x" });
+        out.filesNotAMap = await bundle(["llama.safetensors"]);
+        out.filesAndBase = await bundle({ "llama.safetensors": "x" }, { baseWeights: "x" });
         const ok = await load({ adapters: [{ url: `${dir}/llama.lora.gguf` }] });
         out.after = ok.config.numLayers;
         ok.close();
@@ -119,7 +124,8 @@ describe("LoRA adapters in a page", () => {
       assert.match(codes[bad], /^INVALID_ADAPTER: /, bad);
     }
     assert.match(codes["no-such-weight"], /blk\.9\.attn_q\.weight\.lora_a/);
-    for (const bad of ["notAnArray", "both", "scale", "unknown", "baseWithoutBundle"]) {
+    assert.match(codes.strayFile, /other\.bin/);
+    for (const bad of ["notAnArray", "both", "scale", "unknown", "baseWithoutBundle", "strayFile", "filesNotAMap", "filesAndBase"]) {
       assert.match(codes[bad], /^INVALID_REQUEST: /, bad);
     }
     assert.equal(codes.after, 2);
@@ -138,5 +144,14 @@ describe("LoRA adapters on the threaded module", () => {
       { worker: true },
     );
     t.diagnostic(`2 threads: ${worst(r, "2 threads")} from llama.cpp`);
+    // A bundle whose adapter was moved (`files`), both by page-relative URLs: the worker resolves neither
+    // against its own script.
+    const moved = await run(
+      browser.page,
+      { bundle: "../fixtures/decoders/llama-lora.manifest.json", files: { "llama.lora.gguf": "../fixtures/decoders/llama.lora.gguf" } },
+      { backend: "cpu", threads: 2 },
+      { worker: true },
+    );
+    assert.deepEqual(moved.out, r.out);
   });
 });

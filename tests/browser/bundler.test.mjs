@@ -1,12 +1,16 @@
-// Bundlers: a Vite app (tests/bundler/vite-app/) imports wisp-agent from the built package as an installed
-// dependency, `vite build` bundles it into a temp dir with no extra configuration, and the built app runs
-// an agent task in Chromium, on the page and in worker mode. Only the modules such an app can load are
-// emitted (the main module, plain and relaxed); an app that imports "wisp-agent/threads"
-// (tests/bundler/vite-app-threads/) also gets the threaded one, and runs on 2 threads when isolated.
+// Bundlers: a Vite app (tests/bundler/vite-app/) installs wisp-agent from the tarball `npm pack` makes of
+// the built package, `vite build` bundles it into a temp dir with no extra configuration, and the built app
+// runs an agent task in Chromium on the model that ships inside the package, on the page and in worker
+// mode (and, opt-in with WISP_SMOLLM2=1 after tools/fetch-smollm2.sh, on wisp-agent with the base served by
+// the app). Only the modules such an app can load are emitted (the main module, plain and relaxed); an app
+// that imports "wisp-agent/threads" (tests/bundler/vite-app-threads/) also gets the threaded one, and runs
+// on 2 threads when isolated.
 import assert from "node:assert/strict";
-import { cp, mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { access, cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { build } from "vite";
@@ -29,9 +33,18 @@ describe("bundlers: Vite", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test("vite build finds the wasm and the worker, emits only the main module, and the app runs an agent task", async (t) => {
-    const { dist, wasm } = await buildApp(t, dir, "vite-app");
+  let tarball;
+  let agentDist;
+  test("vite build finds the wasm, the worker and the package's models, emits only the main module, and the app runs an agent task", async (t) => {
+    tarball = await pack(t, dir);
+    const { dist, wasm, assets } = await buildApp(t, dir, "vite-app", tarball);
+    agentDist = dist;
     assert.deepEqual(wasm, ["wisp_core_bg", "wisp_core_relaxed_bg"]);
+    // The default model's files (the small ones may be inlined as data: URLs) and wisp-agent's adapter.
+    for (const name of ["model", "tokenizer", "adapter"]) {
+      assert.ok(assets.some((f) => f.startsWith(`${name}-`)), `vite emitted ${name}.*`);
+    }
+    assert.ok(!assets.some((f) => f.endsWith(".gguf") && f.startsWith("SmolLM2")), "the base model is not in the package");
 
     server = await serve(0, dist);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...BASE_FLAGS, "--enable-unsafe-webgpu"] });
@@ -53,7 +66,7 @@ describe("bundlers: Vite", () => {
   });
 
   test('an app that imports "wisp-agent/threads" also gets the threaded module, and runs on 2 threads', async (t) => {
-    const { dist, wasm } = await buildApp(t, dir, "vite-app-threads");
+    const { dist, wasm } = await buildApp(t, dir, "vite-app-threads", tarball);
     assert.deepEqual(wasm, ["wisp_core_bg", "wisp_core_mt_bg", "wisp_core_mt_relaxed_bg", "wisp_core_relaxed_bg"]);
     const isolated = await serve(0, dist, { isolated: true });
     try {
@@ -69,16 +82,41 @@ describe("bundlers: Vite", () => {
       await isolated.close();
     }
   });
+
+  const base = join(ROOT, "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const optIn = process.env.WISP_SMOLLM2 ? false : "set WISP_SMOLLM2=1 (after tools/fetch-smollm2.sh)";
+  test("the same app runs wisp-agent: the adapter from the package, the base served by the app", { skip: optIn }, async (t) => {
+    await access(base);
+    await symlink(base, join(agentDist, "SmolLM2-135M-Instruct.Q4_1.gguf"));
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/index.html?base=SmolLM2-135M-Instruct.Q4_1.gguf`);
+    await page.waitForFunction(() => window.outcome, null, { timeout: 300_000 });
+    const outcome = await page.evaluate(() => window.outcome);
+    t.diagnostic(JSON.stringify(outcome));
+    assert.equal(outcome.error, undefined);
+    assert.deepEqual(outcome.agent.find((e) => e.type === "tool_call")?.arguments, { city: "Paris" });
+    assert.equal(outcome.agent.at(-1).type, "final");
+  });
 });
 
-// Builds tests/bundler/NAME as an app with the built package installed and the bundled model in public/;
-// returns dist/ and the names of the wasm modules emitted (without Vite's hash), and logs the size.
-async function buildApp(t, dir, name) {
+// The tarball `npm pack` makes of pkg/ (only the files package.json's `files` lists), in `dir`.
+async function pack(t, dir) {
+  const { stdout } = await promisify(execFile)("npm", ["pack", join(ROOT, "pkg"), "--pack-destination", dir, "--json"]);
+  const [info] = JSON.parse(stdout);
+  t.diagnostic(`npm pack: ${info.filename}, ${(info.size / 1e6).toFixed(1)} MB packed, ${info.entryCount} files`);
+  return join(dir, info.filename);
+}
+
+// Builds tests/bundler/NAME as an app with the packed package installed; returns dist/, the names of the
+// wasm modules emitted (without Vite's hash) and of all assets, and logs the size.
+async function buildApp(t, dir, name, tarball) {
   const app = join(dir, name);
   const dist = join(dir, `${name}-dist`);
   await cp(join(ROOT, "tests/bundler", name), app, { recursive: true });
-  // As `npm install wisp-agent` would leave it: a copy of the package in node_modules.
-  await cp(join(ROOT, "pkg"), join(app, "node_modules/wisp-agent"), { recursive: true });
+  // As `npm install wisp-agent` would leave it: the tarball unpacked into node_modules.
+  const installed = join(app, "node_modules/wisp-agent");
+  await mkdir(installed, { recursive: true });
+  await promisify(execFile)("tar", ["-xzf", tarball, "-C", installed, "--strip-components=1"]);
   const started = performance.now();
   await build({ root: app, base: "./", logLevel: "warn", build: { outDir: dist, emptyOutDir: true } });
   const ms = performance.now() - started;
@@ -86,8 +124,6 @@ async function buildApp(t, dir, name) {
   let bytes = 0;
   for (const f of assets) bytes += (await stat(join(dist, "assets", f))).size;
   t.diagnostic(`${name}: vite build in ${ms.toFixed(0)} ms, assets ${(bytes / 1e6).toFixed(1)} MB: ${assets.join(", ")}`);
-  // The bundled model, served next to the app (after the size count: it is not the package's).
-  await cp(join(ROOT, "models/wisp-mini"), join(dist, "models/wisp-mini"), { recursive: true });
   const wasm = assets.filter((f) => f.endsWith(".wasm")).map((f) => f.replace(/-[\w-]{8}\.wasm$/, "")).sort();
-  return { dist, wasm };
+  return { dist, wasm, assets };
 }

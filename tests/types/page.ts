@@ -1,6 +1,8 @@
 // Typed examples of the page-mode API, compiled with `tsc --strict` by tests/browser/types.test.mjs: each
 // line states what the runtime returns (the browser suites check the values).
 import { createAgent, init, Model, WispError, clearModelCache, parseManifest, type AgentEvent, type ChatMessage } from "wisp-agent";
+import { wispMini } from "wisp-agent/models/wisp-mini";
+import { wispAgent, WISP_AGENT_BASE } from "wisp-agent/models/wisp-agent";
 
 export async function page(): Promise<void> {
   await init({ wasmUrl: "/pkg/wisp_core_bg.wasm", relaxedSimd: false });
@@ -15,6 +17,14 @@ export async function page(): Promise<void> {
   const logits: Float32Array = await model.forward([1, 2]);
 
   const agent = await createAgent({ model, system: "Be brief.", maxResultTokens: 200 });
+  const defaultAgent = await createAgent();
+  defaultAgent.close();
+  const mini = await Model.load(wispMini, { backend: "cpu" });
+  mini.close();
+  const base: string = WISP_AGENT_BASE.sha256;
+  const helper = await createAgent({ model: wispAgent({ base: "/models/SmolLM2-135M-Instruct.Q4_1.gguf" }), load: { backend: "cpu" } });
+  helper.close();
+  void base;
   agent.tool({ name: "get_time", description: "The time in a city.", parameters: { type: "object", properties: { city: { type: "string" } } }, timeoutMs: 5000 }, ({ city }) => `noon in ${city}`);
   agent.tool({ name: "clear", description: "Clear all.", needsApproval: (args: { all?: boolean }) => args.all === true }, () => null);
   agent.tool({ name: "read", description: "Read.", inputSchema: { type: "object" }, execute: () => "text", annotations: { readOnlyHint: true } });

@@ -1,15 +1,13 @@
 // A Vite app that opts in to threads: `import "wisp-agent/threads"` makes worker mode start the threaded
 // CPU module, which `vite build` must then emit. Served cross-origin isolated, the model runs on 2 threads;
-// the outcome is left in window.outcome for the test.
+// the model is the one inside the package. The outcome is left in window.outcome for the test.
 import { WorkerModel } from "wisp-agent";
+import { wispMini } from "wisp-agent/models/wisp-mini";
 import "wisp-agent/threads";
 
 async function main() {
   try {
-    const model = await WorkerModel.load(
-      { bundle: new URL("models/wisp-mini/manifest.json", location.href).href },
-      { backend: "cpu", threads: 2 },
-    );
+    const model = await WorkerModel.load(wispMini, { backend: "cpu", threads: 2 });
     const result = await model.generate("Hello!", { maxTokens: 8 });
     window.outcome = { backend: model.backend, tokens: result.tokens.length };
     model.close();

@@ -1,7 +1,10 @@
-// A Vite app that imports wisp-agent like any dependency: `vite build` must find the .wasm and the worker
-// on its own. It runs one agent task on the page and one in worker mode, and leaves the outcome in
+// A Vite app that uses wisp-agent like any dependency: `vite build` must find the .wasm, the worker and the
+// models that ship in the package on its own. It runs one agent task on the default model (wisp-mini,
+// from inside the package) on the page and one in worker mode; with `?base=URL` (where the page serves
+// SmolLM2-135M-Instruct.Q4_1.gguf) it runs one on wisp-agent instead. The outcome is left in
 // window.outcome for the test.
 import { createAgent } from "wisp-agent";
+import { wispAgent } from "wisp-agent/models/wisp-agent";
 
 const weather = {
   name: "get_weather",
@@ -9,12 +12,8 @@ const weather = {
   parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
 };
 
-async function task(worker) {
-  const agent = await createAgent({
-    model: { bundle: new URL("models/wisp-mini/manifest.json", location.href).href },
-    worker,
-    system: "You are a helpful assistant.",
-  });
+async function task(options) {
+  const agent = await createAgent({ ...options, system: "You are a helpful assistant." });
   agent.tool(weather, ({ city }) => ({ city, temperature_c: 18, condition: "sunny" }));
   const events = [];
   await agent.run("What's the weather in Paris?", { onEvent: (e) => events.push(e) });
@@ -23,8 +22,11 @@ async function task(worker) {
 }
 
 async function main() {
+  const base = new URLSearchParams(location.search).get("base");
   try {
-    window.outcome = { page: await task(false), worker: await task(true) };
+    window.outcome = base
+      ? { agent: await task({ model: wispAgent({ base }), load: { backend: "cpu" } }) }
+      : { page: await task({}), worker: await task({ worker: true }) };
   } catch (e) {
     window.outcome = { error: `${e.code ?? e.name}: ${e.message}` };
   }
