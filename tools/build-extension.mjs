@@ -1,8 +1,8 @@
 // Assembles the example MV3 extension (www/extension/) into a folder Chromium loads unpacked: the
-// extension's own files, a copy of the built package (pkg/, so run `npm run build` first) and of the
-// bundled model (only the files its manifest names).
+// extension's own files and a copy of the built package (pkg/, so run `npm run build` first) with the
+// model it runs, wisp-mini, but without wisp-agent's adapter.
 //   node tools/build-extension.mjs [out]      default: target/wisp-extension (git-ignored)
-import { cp, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { cp, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,13 +16,8 @@ export async function buildExtension(out = join(ROOT, "target", "wisp-extension"
   });
   await rm(out, { recursive: true, force: true });
   await cp(join(ROOT, "www", "extension"), out, { recursive: true });
-  await cp(join(ROOT, "pkg"), join(out, "pkg"), { recursive: true });
-  const model = join(ROOT, "models", "wisp-mini");
-  const manifest = JSON.parse(await readFile(join(model, "manifest.json"), "utf8"));
-  await mkdir(join(out, "models", "wisp-mini"), { recursive: true });
-  for (const file of ["manifest.json", ...Object.values(manifest.files).map((f) => f.path)]) {
-    await cp(join(model, file), join(out, "models", "wisp-mini", file));
-  }
+  const unused = join(ROOT, "pkg", "models", "wisp-agent");
+  await cp(join(ROOT, "pkg"), join(out, "pkg"), { recursive: true, filter: (path) => path !== unused && !path.startsWith(`${unused}/`) });
   return out;
 }
 

@@ -79,8 +79,8 @@ async function ask(agent, question) {
 async function main() {
   let agent;
   try {
+    // No `model`: wisp-mini, from inside the package (pkg/models/).
     agent = await createAgent({
-      model: { bundle: chrome.runtime.getURL("models/wisp-mini/manifest.json") },
       worker: true,
       system: "You are a helpful assistant.",
       // The model ships inside the extension: no need for a second copy in the Cache API.
