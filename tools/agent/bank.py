@@ -244,6 +244,8 @@ POOLS = {
     "garment": ["linen shirt", "navy blazer", "black jeans", "wool coat", "summer dress", "white sneakers",
                 "silk scarf"],
     "show": ["The Bear", "Dark", "Succession", "Money Heist", "Squid Game", "Fleabag", "Shōgun", "Borgen"],
+    "cell": ["B12", "A1", "C7", "D30", "F2", "E15", "H4"],
+    "cell_range": ["A1:B20", "C2:C50", "A1:F12", "B3:D9", "D2:D100"],
     "sky_object": ["Mars", "Jupiter", "Saturn", "Venus", "the Moon", "the Andromeda galaxy", "the Pleiades"],
     "person": [f"{a} {b}" for a, b in zip(FIRST, LAST * 2)],
 }
