@@ -246,6 +246,8 @@ POOLS = {
     "show": ["The Bear", "Dark", "Succession", "Money Heist", "Squid Game", "Fleabag", "Shōgun", "Borgen"],
     "cell": ["B12", "A1", "C7", "D30", "F2", "E15", "H4"],
     "cell_range": ["A1:B20", "C2:C50", "A1:F12", "B3:D9", "D2:D100"],
+    "equation": ["2x + 3 = 11", "x^2 - 9 = 0", "5x - 7 = 3x + 1", "3(x - 2) = 12", "x/4 + 1 = 6"],
+    "function": ["x^2", "sin(x)", "2x + 1", "e^x", "1/x", "x^3 - 3x"],
     "sky_object": ["Mars", "Jupiter", "Saturn", "Venus", "the Moon", "the Andromeda galaxy", "the Pleiades"],
     "person": [f"{a} {b}" for a, b in zip(FIRST, LAST * 2)],
 }
