@@ -248,6 +248,10 @@ POOLS = {
     "cell_range": ["A1:B20", "C2:C50", "A1:F12", "B3:D9", "D2:D100"],
     "equation": ["2x + 3 = 11", "x^2 - 9 = 0", "5x - 7 = 3x + 1", "3(x - 2) = 12", "x/4 + 1 = 6"],
     "function": ["x^2", "sin(x)", "2x + 1", "e^x", "1/x", "x^3 - 3x"],
+    "db_table": ["users", "orders", "invoices", "sessions", "page_views", "products", "audit_log"],
+    "car_extra": ["child seat", "GPS", "snow chains", "extra driver", "roof box"],
+    "comic": ["Saga", "Watchmen", "Asterix", "One Piece", "Sandman", "Persepolis", "Ms. Marvel"],
+    "mailing_list": ["newsletter", "customers", "beta testers", "VIP", "event attendees"],
     "sky_object": ["Mars", "Jupiter", "Saturn", "Venus", "the Moon", "the Andromeda galaxy", "the Pleiades"],
     "person": [f"{a} {b}" for a, b in zip(FIRST, LAST * 2)],
 }
