@@ -102,6 +102,8 @@ export async function wispLoad(source, { worker, ...options }) {
   wisp?.close();
   wisp = null;
   const { Model, WorkerModel } = await import("/pkg/index.js");
+  // Threads are opt-in (the threaded module is only loaded by this import).
+  if (worker && options.threads > 1) await import("/pkg/threads.js");
   const t0 = performance.now();
   wisp = await (worker ? WorkerModel : Model).load(source, { cache: false, ...options });
   wispInWorker = Boolean(worker);
@@ -222,4 +224,50 @@ export async function ortGenerate(ids, maxTokens) {
   const end = performance.now();
   for (const k of Object.keys(feeds)) feeds[k].dispose?.();
   return { tokens, ttftMs: firstAt - t0, decodeMs: end - firstAt, totalMs: end - t0 };
+}
+
+// ---- wllama 3.13 (llama.cpp compiled to wasm, @wllama/wllama) over the same GGUF file ----
+
+const WLLAMA = "/node_modules/@wllama/wllama/esm/";
+let wllama = null;
+
+// `threads`: 1, or more in a cross-origin isolated page (its multi-thread build); it runs in its own worker.
+export async function wllamaLoad(url, threads, contextLen) {
+  await wllamaRelease();
+  const { Wllama } = await import(`${WLLAMA}index.js`);
+  wllama = new Wllama({ default: `${WLLAMA}wasm/wllama.wasm` }, { suppressNativeLog: true });
+  const t0 = performance.now();
+  await wllama.loadModelFromUrl(url, { n_ctx: contextLen, n_threads: threads, n_batch: 512, useCache: false });
+  return { loadMs: performance.now() - t0, threads: wllama.getNumThreads(), multithread: wllama.isMultithread() };
+}
+
+/**
+ * Greedy completion of `text` (wllama's completion API takes text, not token ids: the bench gives it Wisp's
+ * prompt ids decoded, and reports the token count llama.cpp made of them), exactly `maxTokens` new tokens
+ * (end of text ignored), prompt not reused. Timed from the request to the first streamed token and from
+ * there to the last, as the other engines.
+ */
+export async function wllamaGenerate(text, maxTokens) {
+  const t0 = performance.now();
+  let first = 0;
+  let out = "";
+  let last = null;
+  const stream = await wllama.createCompletion({ prompt: text, max_tokens: maxTokens, temperature: 0, top_k: 1, ignore_eos: true, cache_prompt: false, stream: true });
+  for await (const chunk of stream) {
+    if (!first) first = performance.now();
+    out += chunk.choices?.[0]?.text ?? "";
+    last = chunk;
+  }
+  const end = performance.now();
+  if (last?.usage?.prompt_tokens_details?.cached_tokens) throw new Error("wllama reused the prompt");
+  return { text: out, promptTokens: last?.usage?.prompt_tokens, newTokens: last?.usage?.completion_tokens, ttftMs: first - t0, decodeMs: end - first, totalMs: end - t0 };
+}
+
+export async function wllamaRelease() {
+  await wllama?.exit();
+  wllama = null;
+}
+
+export async function wispDecode(ids) {
+  return wisp.decode(ids);
 }

@@ -47,6 +47,10 @@ function label(engine, e) {
   }
   if (engine === "native-webgpu") return `native wonnx (${e.info?.adapter || "Vulkan"})`;
   if (engine === "native-cpu") return "native CPU kernels, 1 thread";
+  if (engine.startsWith("native-llama.cpp")) {
+    return `native llama.cpp (${e.info?.engine ?? "llama-cpp-python"}), ${threads(e.info?.threads ?? 1)}${e.info?.peakRssBytes ? `, peak RSS ${MB(e.info.peakRssBytes)} MiB` : ""}`;
+  }
+  if (engine.startsWith("wllama") && e.info?.threads != null) return `wllama 3.13.0 (llama.cpp in wasm), ${threads(e.info.threads)}`;
   if (engine === "wisp-cpu-lookup") return "wisp-cpu + prompt-lookup drafts (draftTokens: 7)";
   return engine;
 }
@@ -68,13 +72,13 @@ function ratio(m, a, b, prompts) {
 export function table(r, jsonName) {
   const out = [];
   const pk = r.package;
-  out.push(`# Wisp vs onnxruntime-web, ${r.started.slice(0, 16).replace("T", " ")} UTC`, "");
+  out.push(`# Wisp vs its peers, ${r.started.slice(0, 16).replace("T", " ")} UTC`, "");
   out.push(`${r.browser.version}${r.browser.headed ? " (headed)" : " (headless)"}; adapter: ${[r.environment.adapter?.vendor, r.environment.adapter?.architecture, r.environment.adapter?.description].filter(Boolean).join(" / ") || "none"}; ` +
     `${r.machine.cpus} CPUs (${r.machine.cpuModel})${r.machine.shared ? ", shared with other jobs" : ""}, load average ${r.machine.loadavgStart.map((x) => x.toFixed(1)).join(" ")} at start, ${r.machine.loadavgEnd.map((x) => x.toFixed(1)).join(" ")} at end` +
     `${r.wallSeconds ? `; the whole run took ${(r.wallSeconds / 60).toFixed(1)} min` : ""}. Pages not cross-origin isolated (${r.environment.crossOriginIsolated ? "it was!" : "no SharedArrayBuffer"}), so ort-wasm runs one thread, as Wisp's CPU backend does, except the rows ending in -2t: their pages are served with COOP/COEP (cross-origin isolated), and both engines run 2 threads there. Raw data: \`${jsonName}\`.`, "");
   out.push(`Package: ${pk.wasmFile ?? "wisp_core_bg.wasm"} ${pk.wasmBytes.toLocaleString("en")} bytes, ${pk.wasmGzipBytes.toLocaleString("en")} gzipped` +
     (pk.pkgBytes ? `; all ${pk.pkgFiles} files of pkg/ ${pk.pkgBytes.toLocaleString("en")} bytes, ${pk.pkgGzipBytes.toLocaleString("en")} gzipped (each file gzip -9).` : "."), "");
-  out.push("Median [min–max] over the timed repetitions, after one warm-up run except where marked cold (no warm-up: for the WebGPU engines that includes shader compilation). TTFT and prefill at the first prompt length come from the same runs as decode; a prompt whose median TTFT is under 300 ms gets prefill-only runs up to 15 timings in all. Greedy: every engine's first run must give wisp-cpu's tokens, or its cell is not timed (MISMATCH). Memory: the wasm heap is Wisp's `WebAssembly.Memory` after the engine's runs (it only grows, so this is its peak; one page per engine); GPU is the peak of live bytes in buffers the page created. Native rows: tools/native_bench.rs, one run after a warm-up (cold where marked), same prompt ids.", "");
+  out.push("Median [min–max] over the timed repetitions, after one warm-up run except where marked cold (no warm-up: for the WebGPU engines that includes shader compilation). TTFT and prefill at the first prompt length come from the same runs as decode; a prompt whose median TTFT is under 300 ms gets prefill-only runs up to 15 timings in all. Greedy: every engine's first run must give wisp-cpu's tokens, or its cell is not timed (MISMATCH). Memory: the wasm heap is Wisp's `WebAssembly.Memory` after the engine's runs (it only grows, so this is its peak; one page per engine); GPU is the peak of live bytes in buffers the page created. Native rows: tools/native_bench.rs, one run after a warm-up (cold where marked), same prompt ids; native llama.cpp: benches-web/llama_cpp_bench.py, two runs after a warm-up, same prompt ids, its greedy tokens compared but timed either way. wllama takes text, so it gets Wisp's prompt ids decoded (its tokenizer may cut them into other ids) and is compared by text, timed either way; it generates exactly as many tokens as wisp-cpu did.", "");
   for (const [, m] of Object.entries(r.models)) {
     const prompts = [...new Set(Object.values(m.engines).flatMap((e) => Object.keys(e.runs ?? {})))].map(Number).sort((a, b) => a - b);
     out.push(`## ${m.label}`, "");
@@ -93,7 +97,7 @@ export function table(r, jsonName) {
         `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok${decodeRun.acceptedDraftTokens ? `; ${decodeRun.passes} passes, ${decodeRun.acceptedDraftTokens} drafts kept` : ""})` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
     }
     out.push("");
-    const ratios = [["wisp-cpu", "ort-wasm"], ["wisp-cpu-2t", "ort-wasm-2t"], ["wisp-cpu-2t", "wisp-cpu"], ["ort-wasm-2t", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu-lookup", "wisp-cpu"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
+    const ratios = [["wisp-cpu", "native-llama.cpp"], ["wisp-cpu-2t", "native-llama.cpp-2t"], ["wisp-cpu", "wllama"], ["wisp-cpu-2t", "wllama-2t"], ["wisp-cpu", "ort-wasm"], ["wisp-cpu-2t", "ort-wasm-2t"], ["wisp-cpu-2t", "wisp-cpu"], ["ort-wasm-2t", "ort-wasm"], ["wisp-webgpu", "ort-webgpu"], ["wisp-webgpu", "ort-wasm"], ["wisp-cpu-lookup", "wisp-cpu"], ["wisp-cpu", "native-cpu"], ["wisp-webgpu", "native-webgpu"]]
       .map(([a, b]) => ratio(m, a, b, prompts)).filter(Boolean);
     if (ratios.length) out.push("Ratios (medians of this run; decode > 1 means the first is faster, TTFT > 1 that it is slower):", "", ...ratios, "");
     const agents = Object.entries(m.engines).filter(([, e]) => e.agent);
@@ -105,8 +109,9 @@ export function table(r, jsonName) {
     }
     const bw = r.bandwidth;
     const lim = (bytes, bps) => f(bps / bytes, 1);
-    const parts = [`f32 weights ${f(m.weightBytesF32 / 1e6, 1)} MB per token (ort-wasm, ort-webgpu, wisp-webgpu): page memcpy ${f(bw.cpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(m.weightBytesF32, bw.cpuBytesPerSec.median)} tok/s` +
-      (bw.gpuBytesPerSec ? `; WebGPU copyBufferToBuffer ${f(bw.gpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(m.weightBytesF32, bw.gpuBytesPerSec.median)} tok/s` : "")];
+    const parts = m.weightBytesF32 ? [`f32 weights ${f(m.weightBytesF32 / 1e6, 1)} MB per token (ort-wasm, ort-webgpu, wisp-webgpu): page memcpy ${f(bw.cpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(m.weightBytesF32, bw.cpuBytesPerSec.median)} tok/s` +
+      (bw.gpuBytesPerSec ? `; WebGPU copyBufferToBuffer ${f(bw.gpuBytesPerSec.median / GB, 2)} GB/s → ≤ ${lim(m.weightBytesF32, bw.gpuBytesPerSec.median)} tok/s` : "")] : [];
+    if (m.ggufBytes) parts.push(`the GGUF file (what wllama and llama.cpp read per token, about) ${f(m.ggufBytes / 1e6, 1)} MB → ≤ ${lim(m.ggufBytes, bw.cpuBytesPerSec.median)} tok/s at page memcpy speed`);
     if (m.weightBytesPerPassCpu) {
       parts.push(`wisp-cpu reads ${f(m.weightBytesPerPassCpu / 1e6, 1)} MB per token in the format it keeps → ≤ ${lim(m.weightBytesPerPassCpu, bw.cpuBytesPerSec.median)} tok/s at page memcpy speed` +
         (m.nativeMemcpyBytesPerSec ? ` (native memcpy ${f(m.nativeMemcpyBytesPerSec / GB, 2)} GB/s → ≤ ${lim(m.weightBytesPerPassCpu, m.nativeMemcpyBytesPerSec)} tok/s)` : ""));
@@ -135,7 +140,8 @@ function profileTable(m) {
   return out;
 }
 
-const COLORS = { "wisp-cpu": "#e8590c", "wisp-cpu-2t": "#d9480f", "wisp-cpu-lookup": "#f59f00", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-wasm-2t": "#2b8a3e", "ort-webgpu": "#1971c2", "native-cpu": "#868e96", "native-webgpu": "#495057" };
+const COLORS = { "wisp-cpu": "#e8590c", "wisp-cpu-2t": "#d9480f", "wisp-cpu-lookup": "#f59f00", "wisp-webgpu": "#c2255c", "ort-wasm": "#2f9e44", "ort-wasm-2t": "#2b8a3e", "ort-webgpu": "#1971c2",
+  wllama: "#7048e8", "wllama-2t": "#5f3dc4", "native-cpu": "#868e96", "native-webgpu": "#495057", "native-llama.cpp": "#343a40", "native-llama.cpp-2t": "#212529" };
 
 /** Two log-scale bar panels: decode tok/s and TTFT at the first prompt length, per model and engine. */
 export function chart(r) {
@@ -151,7 +157,7 @@ export function chart(r) {
   const svg = [];
   svg.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 190}" height="${top + panels.length * panelH}" font-family="sans-serif" font-size="12">`);
   svg.push(`<rect width="100%" height="100%" fill="white"/>`);
-  svg.push(`<text x="10" y="22" font-size="15" font-weight="bold">Wisp vs onnxruntime-web, ${r.started.slice(0, 10)} (${r.environment.adapter?.architecture || r.environment.adapter?.vendor || "no adapter"}, log scale)</text>`);
+  svg.push(`<text x="10" y="22" font-size="15" font-weight="bold">Wisp vs its peers, ${r.started.slice(0, 10)} (${r.environment.adapter?.architecture || r.environment.adapter?.vendor || "no adapter"}, log scale)</text>`);
   panels.forEach(([title, pick], pi) => {
     const y0 = top + pi * panelH;
     const values = models.flatMap(([, m]) => engines.map((e) => m.engines[e] && pick(m.engines[e]))).filter((v) => v > 0);

