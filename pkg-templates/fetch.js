@@ -14,6 +14,26 @@ const CACHE_NAME = "wisp-models-v1";
 // Response headers kept with a cached file, for revalidation.
 const VALIDATORS = ["etag", "last-modified"];
 
+/**
+ * The most bytes of model files one load can take: the files are copied whole into the wasm32 memory (at
+ * most 4 GiB in every engine), which also holds the key/value cache and the working buffers (half a GiB
+ * kept for those). A model beyond it is refused with MODEL_TOO_LARGE before its bytes are downloaded,
+ * rather than crashing the module once they are.
+ */
+export const MAX_MODEL_BYTES = 4 * 2 ** 30 - 2 ** 29;
+
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+
+/** Refuses `bytes` of model files (MODEL_TOO_LARGE, with the numbers): `what` names them. */
+export function checkModelBytes(bytes, what) {
+  if (bytes > MAX_MODEL_BYTES) {
+    throw new WispError(
+      "MODEL_TOO_LARGE",
+      `${what} ${bytes.toLocaleString("en")} bytes (${mib(bytes)}); a model's files must fit in the 4 GiB wasm32 memory beside its cache and working buffers: at most ${mib(MAX_MODEL_BYTES)}`,
+    );
+  }
+}
+
 function abortError(signal) {
   const reason = signal?.reason;
   if (reason instanceof Error && reason.name === "AbortError") return reason;
@@ -172,6 +192,12 @@ export async function fetchFile(url, { onProgress, signal, sha256, size, cache =
   if (size !== undefined && declared && declared !== size) {
     await response.body?.cancel().catch(() => {});
     throw new WispError("HASH_MISMATCH", `${href} has ${declared} bytes; the manifest says ${size}`);
+  }
+  try {
+    checkModelBytes(declared || 0, `${href} has`);
+  } catch (e) {
+    await response.body?.cancel().catch(() => {});
+    throw e;
   }
   const bytes = await readWithProgress(response, href, onProgress, signal);
   const why = await mismatch(bytes, { sha256, size });

@@ -1,7 +1,7 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
 import { WispError, crashCount, crashedError, freshImport, onCrash, toWispError } from "./errors.js";
-import { checkBytes, clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
+import { checkBytes, checkModelBytes, clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
 import { checkInput, generationRequest } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
@@ -297,6 +297,7 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
   const get = async (item, file = {}, prefer = undefined) => {
     const bytes = toBytes(item);
     if (bytes) {
+      checkModelBytes(bytes.byteLength, "the bytes given have");
       await checkBytes(bytes, file, "the bytes given for the manifest's weights");
       return bytes;
     }
@@ -338,6 +339,9 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
     }
     const at = (file) => (Object.hasOwn(moved, file.path) ? toBytes(moved[file.path]) ?? resolveUrl(moved[file.path]) : new URL(file.path, base));
     const elsewhere = extra.baseWeights;
+    // Before any download: the sizes the manifest gives, together.
+    const sized = [f.weights, f.tokenizer, f.config, f.chat_template, ...(f.adapters ?? [])].filter((file) => file?.size);
+    checkModelBytes(sized.reduce((sum, file) => sum + file.size, 0), `${manifest.name ?? "the bundle"}'s files have`);
     return {
       manifest,
       // The manifest's sha256 and size still hold for a base file served elsewhere.

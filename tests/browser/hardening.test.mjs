@@ -7,6 +7,7 @@
 // is tests/hardening.rs.
 import assert from "node:assert/strict";
 import { cp, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -68,10 +69,29 @@ describe("hardening: bad files", () => {
     await serve("**/wisp-mini/hardening-no-weights.json", JSON.stringify(noWeights));
     await serve("**/wisp-mini/hardening-extra.json", JSON.stringify({ ...manifest, colour: "blue" }));
     await serve("**/wisp-mini/hardening-wrong-hash.json", JSON.stringify(wrongHash));
+    // A 6 GiB model: refused from its manifest's sizes, and from a server's Content-Length, before download.
+    const tooBig = structuredClone(manifest);
+    tooBig.files.weights = { path: "hardening-too-big.safetensors", size: 6 * 2 ** 30 };
+    await serve("**/wisp-mini/hardening-too-big.json", JSON.stringify(tooBig));
+    const requested = [];
+    page.on("request", (req) => requested.push(req.url()));
+    let bytesSent = 0;
+    const bigServer = createServer((req, res) => {
+      res.writeHead(200, { "content-length": String(6 * 2 ** 30), "access-control-allow-origin": "*" });
+      const chunk = Buffer.alloc(1 << 16);
+      const send = () => {
+        while (bytesSent < 64 << 20 && res.write(chunk)) bytesSent += chunk.length;
+      };
+      res.on("drain", send);
+      send();
+    });
+    await new Promise((resolve) => bigServer.listen(0, "127.0.0.1", resolve));
+    const bigUrl = `http://127.0.0.1:${bigServer.address().port}/big.gguf`;
+    after(() => bigServer.closeAllConnections() || bigServer.close());
     await serve("**/wisp-mini/hardening-latin1.json", JSON.stringify(latin1Config));
     // "Größe" in Latin-1: not UTF-8.
     await serve("**/wisp-mini/hardening-config.bin", Buffer.from('{"model_type": "llama", "Gr\xf6\xdfe": 1}', "latin1"));
-    const r = await page.evaluate(async () => {
+    const r = await page.evaluate(async (bigUrl) => {
       const { Model, gpuResources } = await import("/pkg/index.js");
       const text = async (url) => (await fetch(url)).text();
       const config = await text(`${MINI}/config.json`);
@@ -103,6 +123,8 @@ describe("hardening: bad files", () => {
           tokenizer: `${MINI}/tokenizer.json`,
         }),
         hugeContext: await load({ bundle: `${MINI}/manifest.json` }, { backend: "cpu", cache: false, contextLen: 2 ** 30 }),
+        tooBigBundle: await load({ bundle: `${MINI}/hardening-too-big.json` }),
+        tooBigDownload: await load(bigUrl, { backend: "cpu", cache: false }),
       };
       const cache = await caches.open("wisp-models-v1");
       out.badWeightsCached = Boolean(await cache.match(new URL(`${MINI}/model.safetensors`, location.href).href));
@@ -113,7 +135,7 @@ describe("hardening: bad files", () => {
       model.close();
       out.unhandled = unhandled;
       return out;
-    });
+    }, bigUrl);
     const is = (result, code, message) => {
       assert.equal(result.code, code, JSON.stringify(result));
       if (message) assert.match(result.message, message);
@@ -129,6 +151,10 @@ describe("hardening: bad files", () => {
     is(r.notUtf8, "INVALID_MODEL", /hardening-config\.bin is not UTF-8 text/);
     is(r.foreignTokenizer, "INVALID_MODEL", /has id 2047, but the model's vocabulary has 256 rows/);
     is(r.hugeContext, "MODEL_TOO_LARGE", /a context of 1073741824 tokens needs a key\/value cache of 2097152 MiB/);
+    is(r.tooBigBundle, "MODEL_TOO_LARGE", /wisp-mini's files have 6,442,\d{3},\d{3} bytes \(6144 MiB\).*at most 3584 MiB/);
+    is(r.tooBigDownload, "MODEL_TOO_LARGE", /big\.gguf has 6,442,450,944 bytes/);
+    assert.ok(!requested.some((url) => url.includes("hardening-too-big.safetensors")), "the too-big bundle's weights were not requested");
+    assert.ok(bytesSent <= 64 << 20, `the too-big download stopped at once (${bytesSent} bytes sent)`);
     assert.equal(r.badWeightsCached, false, "a file that failed its hash is not kept");
     assert.equal(r.devicesRequested, 0, "no GPU device was requested for a bad file");
     assert.deepEqual(r.resources, { devices: 0, buffers: 0, bytes: 0 });
