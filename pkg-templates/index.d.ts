@@ -268,7 +268,7 @@ export class Model {
       chunkLen?: number;
       /** Cache size in tokens (default 512). */
       contextLen?: number;
-      /** Where the model runs (default "auto": WebGPU on a hardware adapter, the CPU otherwise). */
+      /** Where the model runs (default "auto": on a hardware adapter the backend measured faster over one decode step, the CPU otherwise). */
       backend?: "auto" | "webgpu" | "cpu";
       /**
        * The CPU backend's threads (default `navigator.hardwareConcurrency`). Used only in a worker

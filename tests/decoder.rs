@@ -171,3 +171,51 @@ fn odd_chunk_len_is_refused_by_name() {
     assert_eq!(err.code(), "INVALID_REQUEST", "{err}");
     assert!(err.to_string().contains("chunk_len is 3"), "{err}");
 }
+
+/// `backend: "auto"` on a hardware adapter: both backends timed over one decode step, the faster kept
+/// with both figures, and the kept decoder left at position 0 giving the reference logits (here on
+/// lavapipe, which the browser would call a fallback and skip; the measurement itself is the same).
+#[test]
+fn auto_keeps_the_backend_measured_faster() {
+    let json = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();
+    let bytes = std::fs::read(dir().join("llama.safetensors")).unwrap();
+    let (config, mut weights) = wisp::model::ModelWeights::load(&bytes, Some(&json)).unwrap();
+    let shape = DecoderShape {
+        chunk_len: 4,
+        cache_len: 32,
+    };
+    let (mut dec, why) = pollster::block_on(wisp::assembly::faster_decoder(
+        &config,
+        &mut weights,
+        shape,
+        "lavapipe",
+    ))
+    .expect("both backends build");
+    let figures = figures_of(&why);
+    assert_eq!(figures.len(), 2, "{why}");
+    let cpu_faster = figures[1] < figures[0];
+    let kept = if cpu_faster {
+        "auto: the CPU, measured faster"
+    } else {
+        "auto: WebGPU, measured faster"
+    };
+    assert!(why.starts_with(kept), "{why}");
+    assert_eq!(
+        dec.kind() == wisp::backend::BackendKind::Cpu,
+        cpu_faster,
+        "{why}"
+    );
+    assert_eq!(dec.len(), 0);
+    let reference = reference("llama");
+    let case = &reference.cases[0];
+    let logits = pollster::block_on(dec.forward(&case.tokens)).unwrap();
+    assert_close(&logits, case, 0, &why);
+}
+
+/// The millisecond figures of a reason, in order.
+fn figures_of(reason: &str) -> Vec<f64> {
+    reason
+        .split(" ms")
+        .filter_map(|part| part.rsplit(' ').next()?.parse().ok())
+        .collect()
+}

@@ -319,6 +319,51 @@ impl AssembledModel {
     }
 }
 
+/// Both backends on a hardware adapter, each timed over one decode step (after one untimed step, so that
+/// shader compilation and first touches are not counted), and the faster one kept with both figures in
+/// its reason: which is faster depends on the GPU, the CPU and the model's shape and quant types, so it is
+/// measured rather than guessed. A model the GPU cannot hold runs on the CPU, saying why.
+#[cfg(feature = "webgpu")]
+pub async fn faster_decoder(
+    config: &ModelConfig,
+    source: &mut ModelWeights<'_>,
+    shape: crate::graph::DecoderShape,
+    adapter: &str,
+) -> Result<(Decoder, String)> {
+    let mut cpu = Decoder::cpu(config, source, shape.cache_len)?;
+    let cpu_ms = step_ms(&mut cpu).await?;
+    let mut gpu = match Decoder::new(config, source, shape).await {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            return Ok((
+                cpu,
+                format!("auto: the CPU; WebGPU ({adapter}) failed: {e}"),
+            ))
+        }
+    };
+    let gpu_ms = step_ms(&mut gpu).await?;
+    let figures = format!(
+        "a decode step took {gpu_ms:.1} ms on WebGPU ({adapter}), {cpu_ms:.1} ms on the CPU"
+    );
+    Ok(if gpu_ms <= cpu_ms {
+        (gpu, format!("auto: WebGPU, measured faster: {figures}"))
+    } else {
+        (cpu, format!("auto: the CPU, measured faster: {figures}"))
+    })
+}
+
+/// Milliseconds of the second of two one-token steps from an empty cache, which is then emptied again.
+#[cfg(feature = "webgpu")]
+async fn step_ms(decoder: &mut Decoder) -> Result<f64> {
+    decoder.forward_last(&[0]).await?;
+    let start = crate::profile::now_ms();
+    decoder.forward_last(&[0]).await?;
+    let ms = crate::profile::now_ms() - start;
+    decoder.seek(0)?;
+    decoder.profile_mut().reset();
+    Ok(ms)
+}
+
 /// The decoder on the backend that `backend` names ("auto" when absent), and why it was chosen.
 async fn open_decoder(
     config: &ModelConfig,
@@ -338,10 +383,13 @@ async fn open_decoder(
         "webgpu" => (true, "asked for".into()),
         #[cfg(feature = "webgpu")]
         "auto" => match crate::backend::adapter_info().await {
-            Ok(adapter) if !adapter.is_fallback_adapter => (
-                true,
-                format!("auto: a hardware WebGPU adapter ({})", adapter.description),
-            ),
+            Ok(adapter) if !adapter.is_fallback_adapter => {
+                let shape = crate::graph::DecoderShape {
+                    chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
+                    cache_len: context_len,
+                };
+                return faster_decoder(config, source, shape, &adapter.description).await;
+            }
             Ok(_) => (
                 false,
                 "auto: the WebGPU adapter is a software fallback, slower than the CPU kernels"
