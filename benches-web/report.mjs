@@ -92,7 +92,7 @@ export function table(r, jsonName) {
         out.push(`| ${label(engine, e)} | failed: ${e.error.slice(0, 160).replace(/\|/g, "/").replace(/\n/g, " ")} |${prompts.map(() => " |").join("")}${prompts.map(() => " |").join("")} | | | | | |`);
         continue;
       }
-      const agent = e.agent ? `${f(e.agent.ms, 0)} (${e.agent.steps} step${e.agent.steps > 1 ? "s" : ""}${e.agent.toolCalls.length ? `, ${e.agent.toolCalls.map((c) => `${c.name ?? "?"} ${c.ok ? "ok" : "error"}`).join(", ")}` : ", no tool call"})` : "–";
+      const agent = e.agent ? `${f(e.agent.ms, 0)}${e.agent.againMs ? `, then ${f(e.agent.againMs, 0)} after reset()` : ""} (${e.agent.steps} step${e.agent.steps > 1 ? "s" : ""}${e.agent.toolCalls.length ? `, ${e.agent.toolCalls.map((c) => `${c.name ?? "?"} ${c.ok ? "ok" : "error"}`).join(", ")}` : ", no tool call"})` : "–";
       out.push(`| ${label(engine, e)} | ${cell(e.load, 0)} | ${prompts.map((p) => runCell(e.runs[p], "ttftMs", 0)).join(" | ")} | ${prompts.map((p) => runCell(e.runs[p], "prefillTokPerSec", 1)).join(" | ")} | ` +
         `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok${decodeRun.acceptedDraftTokens ? `; ${decodeRun.passes} passes, ${decodeRun.acceptedDraftTokens} drafts kept` : ""})` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
     }

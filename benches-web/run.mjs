@@ -89,6 +89,16 @@ const PLANS = {
     },
     nativeOverrides: { webgpu: { prompts: [32], decode: 3, contextLen: 512, warmup: false } },
   }])),
+  // The agent model (SmolLM2 Q4_1 + the tool-use adapter, models/wisp-agent): its agent task is the
+  // figure that counts (issue #19: call + answer, first run of a page and the next after reset()).
+  "wisp-agent": {
+    label: "wisp-agent (SmolLM2-135M-Instruct Q4_1 + tool-use LoRA adapter, bundle)",
+    wisp: { source: { bundle: "/models/wisp-agent/manifest.json" }, options: { contextLen: 2048 } },
+    promptOffset: 1,
+    prompts: [32], decode: quick ? 16 : 64, reps: quick ? 1 : 2, loadReps: 1,
+    agent: { question: "What's the weather in Paris?", maxSteps: 3, maxTokens: 96 },
+    overrides: { "wisp-webgpu": { options: { contextLen: 512 }, decode: 4, reps: 1, warmup: false, agent: false } },
+  },
   tiny: {
     label: "tiny llama (fixture, 2 layers, d=64, random weights)",
     wisp: { source: { bundle: "/tests/fixtures/decoders/llama-bytes.manifest.json" }, options: { contextLen: 512 } },
