@@ -10,7 +10,10 @@ const $ = (id) => document.getElementById(id);
 const SOURCES = {
   bundled: { bundle: new URL("../models/wisp-mini/manifest.json", import.meta.url).href },
   smollm2: new URL("../models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href,
+  agent: { bundle: new URL("../models/wisp-agent/manifest.json", import.meta.url).href },
 };
+// wisp-agent's base, linked beside its manifest by tools/fetch-smollm2.sh.
+const AGENT_BASE = new URL("../models/wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href;
 
 let model = null;
 let agent = null;
@@ -62,7 +65,8 @@ async function load(source) {
     for (const [spec, fn] of demoTools) agent.tool(spec, fn);
     const { kind, threads } = model.backend;
     const where = kind === "cpu" ? `the CPU${threads > 1 ? ` (${threads} threads)` : ""}` : "WebGPU";
-    status(`${gpuNote} Ready. The model runs on ${where} in a Web Worker (${model.backend.reason}). Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
+    const name = model.manifest?.name ?? (typeof source === "string" ? source.split("/").pop() : "the model");
+    status(`${gpuNote} Ready. ${name} runs on ${where} in a Web Worker (${model.backend.reason}). Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
   } catch (e) {
     model?.close();
     agent = null;
@@ -140,9 +144,11 @@ async function main() {
     gpuNote = `WebGPU is not available here (${e.message}); Wisp runs on the CPU.`;
   }
   status(`${gpuNote} Loading the bundled model…`);
-  fetch(SOURCES.smollm2, { method: "HEAD" }).then((r) => {
-    if (r.ok) $("model-choice").querySelector('[value="smollm2"]').disabled = false;
-  }).catch(() => {});
+  for (const [choice, file] of [["smollm2", SOURCES.smollm2], ["agent", AGENT_BASE]]) {
+    fetch(file, { method: "HEAD" }).then((r) => {
+      if (r.ok) $("model-choice").querySelector(`[value="${choice}"]`).disabled = false;
+    }).catch(() => {});
+  }
   $("model-choice").addEventListener("change", () => ($("model-url").hidden = $("model-choice").value !== "url"));
   $("model-form").addEventListener("submit", (e) => {
     e.preventDefault();
