@@ -1,7 +1,7 @@
 // Wisp against its peers in one run (see README.md): onnxruntime-web on the same weights and wllama on the
 // same GGUF files in the same Chromium, and natively Wisp's own kernels and llama.cpp.
 //   node benches-web/run.mjs [--headed] [--models wisp-mini,smollm2,tiny] [--engines wisp-cpu,ort-wasm] [--quick]
-//                            [--decode-only] [--no-native]
+//                            [--decode-only] [--no-native] [--no-native-webgpu]
 // Writes benches-web/results/<timestamp>.json, latest.md and latest.svg.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -22,6 +22,8 @@ const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) +
 const headed = args.includes("--headed") || process.env.WISP_BENCH_HEADED === "1";
 const quick = args.includes("--quick");
 const native = !args.includes("--no-native");
+// Without native wonnx (on lavapipe it takes a minute per SmolLM2 plan and measures no GPU).
+const nativeWebgpu = !args.includes("--no-native-webgpu");
 // Only the first prompt length (its TTFT and decode), and no agent task.
 const decodeOnly = args.includes("--decode-only");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -376,7 +378,7 @@ async function main() {
       await call(isWisp ? "wispClose" : wl ? "wllamaRelease" : "ortRelease").catch(() => {});
     }
     if (plan.native && native) {
-      for (const backend of ["cpu", "webgpu", ...(plan.gguf ? Object.keys(LLAMA_CPP) : [])]) {
+      for (const backend of ["cpu", ...(nativeWebgpu ? ["webgpu"] : []), ...(plan.gguf ? Object.keys(LLAMA_CPP) : [])]) {
         log(`${plan.name} native-${backend} …`);
         const n = (r.engines[`native-${backend}`] = runNative(plan, backend, prompts, reference));
         log(`${plan.name} native-${backend}: ${n.error ? `FAILED ${n.error.slice(0, 300)}` : JSON.stringify(Object.values(n.runs).map((x) => [x.promptTokens, Math.round(x.ttftMs.median), x.decodeTokPerSec?.median]))}`);
