@@ -292,11 +292,11 @@ async function main() {
           ? () => call("wllamaLoad", `/${plan.gguf}`, wl.threads, plan.wisp.options.contextLen)
           : () => call("ortLoad", onnxUrl, meta, ORT[engine].ep, ORT[engine].threads);
       // wllama's tokens are compared as text: its completion API takes and gives text.
+      // (A prompt of n tokens is prompts[n], so its length names it.)
       const wllamaRun = async (ids, n) => {
-        const n0 = Object.keys(prompts).find((k) => prompts[k] === ids);
-        const out = await call("wllamaGenerate", texts.prompts[n0], n);
+        const out = await call("wllamaGenerate", texts.prompts[ids.length], n);
         e.promptTokensSeen ??= {};
-        e.promptTokensSeen[n0] = out.promptTokens;
+        e.promptTokensSeen[ids.length] = out.promptTokens;
         return { ...out, tokens: Array.from({ length: out.newTokens }, () => -1) };
       };
       const generate = isWisp

@@ -193,11 +193,9 @@ export async function fetchFile(url, { onProgress, signal, sha256, size, cache =
     await response.body?.cancel().catch(() => {});
     throw new WispError("HASH_MISMATCH", `${href} has ${declared} bytes; the manifest says ${size}`);
   }
-  try {
-    checkModelBytes(declared || 0, `${href} has`);
-  } catch (e) {
+  if (declared > MAX_MODEL_BYTES) {
     await response.body?.cancel().catch(() => {});
-    throw e;
+    checkModelBytes(declared, `${href} has`);
   }
   const bytes = await readWithProgress(response, href, onProgress, signal);
   const why = await mismatch(bytes, { sha256, size });

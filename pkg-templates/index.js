@@ -331,8 +331,8 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
     if (typeof moved !== "object" || Array.isArray(moved)) {
       throw new WispError("INVALID_REQUEST", "a bundle's files must map paths of its manifest to URLs or bytes");
     }
-    const named = [f.weights, f.tokenizer, f.config, f.chat_template, ...(f.adapters ?? [])].filter(Boolean).map((file) => file.path);
-    const stray = Object.keys(moved).filter((path) => !named.includes(path));
+    const files = [f.weights, f.tokenizer, f.config, f.chat_template, ...(f.adapters ?? [])].filter(Boolean);
+    const stray = Object.keys(moved).filter((path) => !files.some((file) => file.path === path));
     if (stray.length) throw new WispError("INVALID_REQUEST", `files names ${stray.join(", ")}, which the manifest does not`);
     if (extra.baseWeights !== undefined && Object.hasOwn(moved, f.weights.path)) {
       throw new WispError("INVALID_REQUEST", `baseWeights and files both say where ${f.weights.path} is`);
@@ -340,8 +340,7 @@ async function resolveSource(source, fetchOptions, module, extra = {}) {
     const at = (file) => (Object.hasOwn(moved, file.path) ? toBytes(moved[file.path]) ?? resolveUrl(moved[file.path]) : new URL(file.path, base));
     const elsewhere = extra.baseWeights;
     // Before any download: the sizes the manifest gives, together.
-    const sized = [f.weights, f.tokenizer, f.config, f.chat_template, ...(f.adapters ?? [])].filter((file) => file?.size);
-    checkModelBytes(sized.reduce((sum, file) => sum + file.size, 0), `${manifest.name ?? "the bundle"}'s files have`);
+    checkModelBytes(files.reduce((sum, file) => sum + (file.size ?? 0), 0), `${manifest.name ?? "the bundle"}'s files have`);
     return {
       manifest,
       // The manifest's sha256 and size still hold for a base file served elsewhere.

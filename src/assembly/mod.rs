@@ -378,16 +378,17 @@ async fn open_decoder(
     if let Some(chunk_len) = chunk_len {
         crate::graph::check_chunk_len(chunk_len)?;
     }
+    #[cfg(feature = "webgpu")]
+    let shape = crate::graph::DecoderShape {
+        chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
+        cache_len: context_len,
+    };
     let (gpu, why) = match backend.unwrap_or("auto") {
         "cpu" => (false, reason.unwrap_or_else(|| "asked for".into())),
         "webgpu" => (true, "asked for".into()),
         #[cfg(feature = "webgpu")]
         "auto" => match crate::backend::adapter_info().await {
             Ok(adapter) if !adapter.is_fallback_adapter => {
-                let shape = crate::graph::DecoderShape {
-                    chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
-                    cache_len: context_len,
-                };
                 return faster_decoder(config, source, shape, &adapter.description).await;
             }
             Ok(_) => (
@@ -413,10 +414,6 @@ async fn open_decoder(
     }
     #[cfg(feature = "webgpu")]
     {
-        let shape = crate::graph::DecoderShape {
-            chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
-            cache_len: context_len,
-        };
         Ok((Decoder::new(config, source, shape).await?, why))
     }
     #[cfg(not(feature = "webgpu"))]
