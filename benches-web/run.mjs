@@ -91,6 +91,20 @@ const PLANS = {
     },
     nativeOverrides: { webgpu: { prompts: [32], decode: 3, contextLen: 512, warmup: false } },
   }])),
+  // Bigger shapes with random weights and real tokenizers (tools/make_random_shapes.py): speed and memory at
+  // 0.5-1B scale. One short prompt; no WebGPU (f32 copies of 2-5 GB, seconds a token on SwiftShader).
+  ...Object.fromEntries([["qwen0.5b", "Qwen2.5-0.5B-shape"], ["llama1b", "Llama-3.2-1B-shape"]].flatMap(([key, file]) =>
+    ["Q4_K_M", "Q8_0"].map((q) => [`${key}-${q.toLowerCase()}`, {
+      label: `${file} ${q} GGUF (random weights, llama.cpp's quantizer: tools/make_random_shapes.py)`,
+      wisp: { source: `/benches-web/.models/${file}.${q}.gguf`, options: { contextLen: 1024 } },
+      gguf: `benches-web/.models/${file}.${q}.gguf`,
+      make: "tools/make_random_shapes.py",
+      native: { weights: `benches-web/.models/${file}.${q}.gguf`, contextLen: 1024 },
+      nativeWebgpu: false,
+      skip: ["wisp-webgpu", "wisp-cpu-lookup"],
+      prompts: [32], decode: quick ? 16 : 32, reps: 1, loadReps: 1, agent: false,
+      overrides: {},
+    }]))),
   // The agent model (SmolLM2 Q4_1 + the tool-use adapter, models/wisp-agent): its agent task is the
   // figure that counts (issue #19: call + answer, first run of a page and the next after reset()).
   "wisp-agent": {
@@ -219,9 +233,11 @@ async function main() {
   const t0 = performance.now();
   const plans = models.map((m) => ({ name: m, ...PLANS[m] }));
   ensureExports(plans.map((p) => p.onnx).filter(Boolean));
-  if (plans.some((p) => p.gguf?.startsWith("benches-web/.models/") && !existsSync(join(ROOT, p.gguf)))) {
-    log("making the quantized SmolLM2 files (tools/make_smollm2_quants.py)");
-    execFileSync("python3", [join(ROOT, "tools/make_smollm2_quants.py")], { stdio: "inherit" });
+  const makers = new Set(plans.filter((p) => p.gguf?.startsWith("benches-web/.models/") && !existsSync(join(ROOT, p.gguf)))
+    .map((p) => p.make ?? "tools/make_smollm2_quants.py"));
+  for (const script of makers) {
+    log(`making the missing GGUF files (${script})`);
+    execFileSync("python3", [join(ROOT, script)], { stdio: "inherit" });
   }
   const wasm = readFileSync(join(ROOT, "pkg", MAIN_WASM));
   const server = await serve(0);
@@ -280,7 +296,7 @@ async function main() {
       const isWisp = Boolean(w);
       const wl = WLLAMA[engine];
       // ONNX peers need the plan's export; wllama a GGUF file.
-      if ((ORT[engine] && !plan.onnx) || (wl && !plan.gguf)) continue;
+      if ((ORT[engine] && !plan.onnx) || (wl && !plan.gguf) || plan.skip?.includes(engine)) continue;
       const p = { warmup: true, agent: plan.agent, ...plan, ...w?.plan, ...plan.overrides[engine] };
       if (p.firstPromptOnly || decodeOnly) p.prompts = p.prompts.slice(0, 1);
       if (decodeOnly) p.agent = false;
@@ -378,7 +394,7 @@ async function main() {
       await call(isWisp ? "wispClose" : wl ? "wllamaRelease" : "ortRelease").catch(() => {});
     }
     if (plan.native && native) {
-      for (const backend of ["cpu", ...(nativeWebgpu ? ["webgpu"] : []), ...(plan.gguf ? Object.keys(LLAMA_CPP) : [])]) {
+      for (const backend of ["cpu", ...(nativeWebgpu && plan.nativeWebgpu !== false ? ["webgpu"] : []), ...(plan.gguf ? Object.keys(LLAMA_CPP) : [])]) {
         log(`${plan.name} native-${backend} …`);
         const n = (r.engines[`native-${backend}`] = runNative(plan, backend, prompts, reference));
         log(`${plan.name} native-${backend}: ${n.error ? `FAILED ${n.error.slice(0, 300)}` : JSON.stringify(Object.values(n.runs).map((x) => [x.promptTokens, Math.round(x.ttftMs.median), x.decodeTokPerSec?.median]))}`);

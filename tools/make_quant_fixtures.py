@@ -113,8 +113,9 @@ def quantized(w, qtype, rng):
 
 
 def llama_writer(path, cfg):
-    """A GGUF writer for a Llama of Hugging Face configuration `cfg`, its hyper-parameters written."""
-    writer = gguf.GGUFWriter(str(path), "llama")
+    """A GGUF writer for a Llama-like model (its `model_type`: llama, qwen2) of Hugging Face configuration
+    `cfg`, its hyper-parameters written."""
+    writer = gguf.GGUFWriter(str(path), cfg["model_type"])
     writer.add_context_length(cfg["max_position_embeddings"])
     writer.add_embedding_length(cfg["hidden_size"])
     writer.add_block_count(cfg["num_hidden_layers"])

@@ -1,7 +1,7 @@
 // The package's own figures on the held-out cases: the built package (pkg/) in Node, CPU backend, the
 // agent's tool-call grammar, greedy, through the OpenAI surface (which runs one model message, as the
 // agent's step loop does). Writes {"id", "output"} lines for score.py, calls written back as Hermes tags.
-//   node tools/agent/eval-package.mjs [--model models/wisp-agent/manifest.json] [--out FILE] [--limit N]
+//   node tools/agent/eval-package.mjs [--model models/wisp-agent/manifest.json] [--cases FILE] [--out FILE] [--limit N]
 import { createWriteStream, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { serve } from "../serve.mjs";
@@ -10,11 +10,12 @@ const { values } = parseArgs({
   options: {
     model: { type: "string", default: "models/wisp-agent/manifest.json" },
     base: { type: "string" },
+    cases: { type: "string", default: "tools/agent/out/eval.jsonl" },
     out: { type: "string", default: "tools/agent/out/outputs-package.jsonl" },
     limit: { type: "string", default: "0" },
   },
 });
-let cases = readFileSync("tools/agent/out/eval.jsonl", "utf8").trim().split("\n").map((l) => JSON.parse(l));
+let cases = readFileSync(values.cases, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const limit = Number(values.limit);
 if (limit) cases = cases.filter((_, i) => i % Math.max(1, Math.floor(cases.length / limit)) === 0);
 

@@ -1,6 +1,7 @@
 """Scores model outputs on the held-out cases (out/eval.jsonl) and prints the report's table.
 
     python3 tools/agent/score.py tools/agent/out/outputs-torch.jsonl [more outputs files...]
+    python3 tools/agent/score.py --cases tools/agent/out/eval-bank64.jsonl OUTPUTS...   # other cases
 
 An outputs file holds {"id", "output"} lines: the assistant message as the model wrote it.
 """
@@ -74,8 +75,13 @@ def score(cases, outputs):
 
 
 def main():
-    cases = [json.loads(x) for x in open(OUT / "eval.jsonl")]
-    for path in sys.argv[1:]:
+    args = sys.argv[1:]
+    # `--cases FILE` scores against other held-out cases than out/eval.jsonl (e.g. an older bank's).
+    cases_file = OUT / "eval.jsonl"
+    if args[:1] == ["--cases"]:
+        cases_file, args = args[1], args[2:]
+    cases = [json.loads(x) for x in open(cases_file)]
+    for path in args:
         outputs = {o["id"]: o["output"] for o in map(json.loads, open(path))}
         rows, convs = score(cases, outputs)
         print(f"\n{path}")
