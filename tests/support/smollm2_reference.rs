@@ -26,9 +26,15 @@ pub struct Reference {
     pub cases: Vec<Case>,
 }
 
-/// tests/fixtures/smollm2/reference.json.
+/// tests/fixtures/smollm2/reference.json: the PyPI Q4_1 file's.
 pub fn reference() -> Reference {
+    reference_of("reference.json")
+}
+
+/// A reference in tests/fixtures/smollm2/ by file name.
+pub fn reference_of(name: &str) -> Reference {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/smollm2/reference.json");
+        .join("tests/fixtures/smollm2")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
