@@ -15,33 +15,41 @@ glue() {
     --out-dir pkg --out-name "$1" "$2"
 }
 
-# The main module, plain and relaxed (its own target dir: other target features rebuild every crate).
-# RUSTFLAGS replaces .cargo/config.toml's flags, so it repeats them.
-cargo build --quiet --release --lib --target wasm32-unknown-unknown
+# Each module is our crate as a cdylib (Cargo.toml builds it as an rlib). The relaxed-SIMD builds take the
+# target feature for our crate alone (`cargo rustc -- ...`), so that they reuse the plain builds'
+# dependencies; the `relaxed-simd` feature only names them. A plain and a relaxed build write the same
+# cdylib path, so each rebuilds our crate (about 30 s) after the other, never a dependency.
+relaxed=(--features relaxed-simd -- -C target-feature=+relaxed-simd)
+
+# The main module, plain and relaxed.
+core_module() {
+  cargo rustc --quiet --release --lib --crate-type cdylib --target wasm32-unknown-unknown "$@"
+}
+core_module
 glue wisp_core target/wasm32-unknown-unknown/release/wisp.wasm
-RUSTFLAGS="--cfg=web_sys_unstable_apis -C target-feature=+simd128,+relaxed-simd" \
-  cargo build --quiet --release --lib --target wasm32-unknown-unknown --target-dir target/relaxed
-glue wisp_core_relaxed target/relaxed/wasm32-unknown-unknown/release/wisp.wasm
+core_module "${relaxed[@]}"
+glue wisp_core_relaxed target/wasm32-unknown-unknown/release/wisp.wasm
 
 # The threaded CPU module (wisp_core_mt*), for cross-origin isolated pages: the crate without WebGPU
 # (wgpu 0.16 does not build with wasm atomics) and with rayon on Web Workers (`threads`). Atomics need the
 # standard library rebuilt with them, hence the pinned nightly with rust-src (tools/setup.sh installs it)
-# and its own target dirs. The link arguments (`cargo rustc`: for our crate only, so that the
-# dependencies' builds stay cached) give the shared, imported memory and the TLS exports wasm-bindgen's
-# thread support needs, up to 4 GiB like the main module. Built without reference types: wasm-bindgen's
-# thread transform then needs no externref table.
+# and its own target dir. The link arguments (for our crate only, so that the dependencies' builds stay
+# cached) give the shared, imported memory and the TLS exports wasm-bindgen's thread support needs, up to
+# 4 GiB like the main module. Built without reference types: wasm-bindgen's thread transform then needs no
+# externref table. `threaded [--features relaxed-simd] -- [crate flags]`.
 threaded() {
-  RUSTFLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128$2,-reference-types" \
-    cargo "+$(cat tools/nightly-toolchain)" rustc --quiet --release --lib --target wasm32-unknown-unknown \
-    --no-default-features --features threads -Z build-std=panic_abort,std --target-dir "target/$1" -- \
+  RUSTFLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128,-reference-types" \
+    cargo "+$(cat tools/nightly-toolchain)" rustc --quiet --release --lib --crate-type cdylib \
+    --target wasm32-unknown-unknown --no-default-features --features threads \
+    -Z build-std=panic_abort,std --target-dir target/threads "$@" \
     -C link-arg=--shared-memory -C link-arg=--import-memory -C link-arg=--max-memory=4294967296 \
     -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size -C link-arg=--export=__tls_align \
     -C link-arg=--export=__tls_base
 }
-threaded threads ""
+threaded --
 glue wisp_core_mt target/threads/wasm32-unknown-unknown/release/wisp.wasm
-threaded threads-relaxed ",+relaxed-simd"
-glue wisp_core_mt_relaxed target/threads-relaxed/wasm32-unknown-unknown/release/wisp.wasm
+threaded "${relaxed[@]}"
+glue wisp_core_mt_relaxed target/threads/wasm32-unknown-unknown/release/wisp.wasm
 cp pkg-templates/*.* LICENSE-MIT LICENSE-APACHE pkg/
 # The models that ship inside the package: wisp-mini whole, wisp-agent without its 98 MB base.
 mkdir -p pkg/models/wisp-mini pkg/models/wisp-agent

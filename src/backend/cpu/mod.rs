@@ -16,6 +16,16 @@ mod weights;
 pub use decoder::CpuDecoder;
 pub use parallel::threads;
 
+// The `relaxed-simd` feature names the build that has the target feature (Cargo.toml).
+#[cfg(all(
+    target_arch = "wasm32",
+    feature = "relaxed-simd",
+    not(target_feature = "relaxed-simd")
+))]
+compile_error!(
+    "the `relaxed-simd` build needs `-C target-feature=+relaxed-simd` (tools/build-pkg.sh)"
+);
+
 /// The SIMD instructions this build's kernels use: the facade reports it as `backend.simd`.
 pub const SIMD: &str = if cfg!(target_feature = "relaxed-simd") {
     "relaxed"
