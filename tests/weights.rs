@@ -2,9 +2,11 @@
 //! (fixtures written by `tools/make_weight_fixtures.py`).
 
 use serde_json::Value as Json;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use wisp::weights::gguf::{GgufFile, Value};
-use wisp::weights::Weights;
+use wisp::weights::{ByteSource, FileBytes, Weights};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -180,7 +182,7 @@ fn gguf_tensors_match_python_dequantize() {
         );
         assert_eq!(t.offset() as u64, w["offset"].as_u64().unwrap(), "{name}");
         assert_eq!(
-            t.data().as_ptr(),
+            t.data().unwrap().as_ptr(),
             bytes[f.data_offset() + t.offset()..].as_ptr(),
             "{name}: borrowed"
         );
@@ -382,4 +384,122 @@ fn smollm2_q4_1_matches_python() {
         "dequantized all {total} values in {:?} (this build's profile)",
         start.elapsed()
     );
+}
+
+/// A file outside our memory, as a page's `Uint8Array` is, recording every range read from it.
+#[derive(Debug)]
+struct Outside {
+    bytes: Vec<u8>,
+    reads: Mutex<Vec<Range<usize>>>,
+}
+
+impl Outside {
+    fn new(bytes: Vec<u8>) -> Self {
+        Outside {
+            bytes,
+            reads: Mutex::default(),
+        }
+    }
+}
+
+impl ByteSource for Outside {
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn read(&self, range: Range<usize>) -> wisp::Result<Vec<u8>> {
+        self.reads.lock().unwrap().push(range.clone());
+        Ok(self.bytes[range].to_vec())
+    }
+}
+
+#[test]
+fn gguf_outside_memory_reads_as_in_memory() {
+    let bytes = read("tiny.gguf");
+    let outside = Outside::new(bytes.clone());
+    let file = FileBytes::Outside(&outside);
+    let header = file.header().unwrap();
+    let (Weights::Gguf(got), Weights::Gguf(want)) = (
+        Weights::open(&header, file).unwrap(),
+        Weights::parse(&bytes).unwrap(),
+    ) else {
+        panic!("tiny.gguf is GGUF");
+    };
+    assert!(got.metadata().iter().eq(want.metadata().iter()));
+    assert_eq!(got.tensors().len(), want.tensors().len());
+    for (g, w) in got.tensors().iter().zip(want.tensors()) {
+        assert_eq!(
+            (g.name(), g.shape(), g.ggml_type()),
+            (w.name(), w.shape(), w.ggml_type())
+        );
+        assert_eq!(g.data().unwrap(), w.data().unwrap(), "{}", g.name());
+        assert_bits_eq(g.name(), &g.to_f32().unwrap(), &w.to_f32().unwrap());
+    }
+}
+
+/// A GGUF file with `meta` bytes of metadata (one string) and one F32 tensor of `n` values `0, 1, …`.
+fn gguf_with(meta: usize, n: usize) -> (Vec<u8>, Range<usize>) {
+    let put_str = |b: &mut Vec<u8>, s: &[u8]| {
+        b.extend((s.len() as u64).to_le_bytes());
+        b.extend(s);
+    };
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    b.extend(1u64.to_le_bytes());
+    b.extend(1u64.to_le_bytes());
+    put_str(&mut b, b"filler");
+    b.extend(8u32.to_le_bytes());
+    put_str(&mut b, &vec![b'x'; meta]);
+    put_str(&mut b, b"w");
+    b.extend(1u32.to_le_bytes());
+    b.extend((n as u64).to_le_bytes());
+    b.extend(0u32.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    b.resize(b.len().next_multiple_of(32), 0);
+    let data = b.len()..b.len() + 4 * n;
+    b.extend((0..n).flat_map(|i| (i as f32).to_le_bytes()));
+    (b, data)
+}
+
+#[test]
+fn gguf_outside_memory_reads_the_header_and_each_tensor_once() {
+    // 5 MiB of metadata: more than the first read of a header, so that it grows.
+    let (bytes, data) = gguf_with(5 << 20, 2 << 20);
+    let outside = Outside::new(bytes);
+    let file = FileBytes::Outside(&outside);
+    let header = file.header().unwrap();
+    assert!(header.len() >= data.start && header.len() < outside.len());
+    let weights = Weights::open(&header, file).unwrap();
+    assert_eq!(
+        weights.metadata().unwrap().get_str("filler").unwrap().len(),
+        5 << 20
+    );
+    outside.reads.lock().unwrap().clear();
+    let values = weights.to_f32("w").unwrap();
+    assert!(values.iter().enumerate().all(|(i, &v)| v == i as f32));
+    assert_eq!(*outside.reads.lock().unwrap(), vec![data]);
+}
+
+#[test]
+fn gguf_outside_memory_fails_as_in_memory() {
+    let tiny = read("tiny.gguf");
+    let (big, _) = gguf_with(5 << 20, 2 << 20);
+    for bytes in [
+        &tiny[..2000],
+        &tiny[..40],
+        &big[..big.len() - 1],
+        &big[..6 << 20],
+    ] {
+        let want = Weights::parse(bytes).unwrap_err();
+        let outside = Outside::new(bytes.to_vec());
+        let file = FileBytes::Outside(&outside);
+        let got = file
+            .header()
+            .and_then(|header| Weights::open(&header, file).map(|_| ()))
+            .unwrap_err();
+        assert_eq!(
+            (got.code(), got.to_string()),
+            (want.code(), want.to_string())
+        );
+    }
 }

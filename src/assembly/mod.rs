@@ -17,6 +17,7 @@ use crate::generate::{self, GenerateOptions, LogitsProcessor, SamplingParams};
 use crate::grammar::{response_constraint, GrammarEnv, ResponseFormat};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::text::{ChatTemplate, Tokenizer};
+use crate::weights::FileBytes;
 
 pub use turn::turn_constraint;
 
@@ -88,14 +89,24 @@ pub fn busy() -> WispError {
 }
 
 impl AssembledModel {
-    /// Puts a model together from GGUF or safetensors bytes and an optional `tokenizer.json`; GGUF files
-    /// bring their own configuration, tokenizer and template.
+    /// Puts a model together from GGUF or safetensors bytes in memory and an optional `tokenizer.json`;
+    /// GGUF files bring their own configuration, tokenizer and template.
     pub async fn load(
         weights: &[u8],
         tokenizer: Option<&[u8]>,
         options: LoadOptions,
     ) -> Result<Self> {
-        let (config, mut source) = ModelWeights::load(weights, options.config.as_deref())?;
+        Self::open(FileBytes::Memory(weights), tokenizer, options).await
+    }
+
+    /// As [`Self::load`], with the weights read a tensor at a time from `weights` (a page's file).
+    pub async fn open(
+        weights: FileBytes<'_>,
+        tokenizer: Option<&[u8]>,
+        options: LoadOptions,
+    ) -> Result<Self> {
+        let header = weights.header()?;
+        let (config, mut source) = ModelWeights::open(&header, weights, options.config.as_deref())?;
         if !options.adapters.is_empty() {
             source.set_adapters(&config, &options.adapters)?;
         }

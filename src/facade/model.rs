@@ -13,6 +13,26 @@ use crate::backend::BackendKind;
 use crate::error::{Result, WispError};
 use crate::generate;
 use crate::text::Message;
+use crate::weights::{ByteSource, FileBytes};
+
+/// A file in a JS `Uint8Array`.
+#[derive(Debug)]
+struct JsBytes(js_sys::Uint8Array);
+
+impl ByteSource for JsBytes {
+    fn len(&self) -> usize {
+        self.0.length() as usize
+    }
+
+    fn read(&self, range: std::ops::Range<usize>) -> Result<Vec<u8>> {
+        // FileBytes::read checked the range against the length, which is a u32.
+        let mut out = vec![0; range.len()];
+        self.0
+            .subarray(range.start as u32, range.end as u32)
+            .copy_to(&mut out);
+        Ok(out)
+    }
+}
 
 #[wasm_bindgen]
 pub struct Model {
@@ -24,9 +44,10 @@ impl Model {
     /// Builds and compiles a model from GGUF or safetensors bytes, with an optional `tokenizer.json`.
     /// `options`: `{ config, chatTemplate, chunkLen, contextLen }`; GGUF files bring their own
     /// configuration, tokenizer and template. `adapters`: `[{ bytes: Uint8Array, scale: number }]`, LoRA
-    /// adapters in llama.cpp's GGUF format.
+    /// adapters in llama.cpp's GGUF format. The weights stay in JS memory and are read a tensor at a
+    /// time, so that wasm memory never holds the whole file.
     pub async fn load(
-        weights: Vec<u8>,
+        weights: js_sys::Uint8Array,
         tokenizer: Option<Vec<u8>>,
         options: JsValue,
         adapters: Option<js_sys::Array>,
@@ -56,9 +77,11 @@ impl Model {
                     ))
                 })?;
         }
-        let inner = AssembledModel::load(&weights, tokenizer.as_deref(), options)
-            .await
-            .map_err(to_js)?;
+        let weights = JsBytes(weights);
+        let inner =
+            AssembledModel::open(FileBytes::Outside(&weights), tokenizer.as_deref(), options)
+                .await
+                .map_err(to_js)?;
         Ok(Model {
             inner: Rc::new(inner),
         })

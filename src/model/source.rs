@@ -8,7 +8,7 @@ use crate::graph::WeightProvider;
 use crate::model::{Family, ModelConfig, RopeStyle};
 use crate::weights::gguf::Metadata;
 use crate::weights::lora::{Adapter, Adapters};
-use crate::weights::Weights;
+use crate::weights::{FileBytes, Weights};
 
 pub struct ModelWeights<'a> {
     pub(crate) weights: Weights<'a>,
@@ -48,9 +48,19 @@ pub(crate) fn gguf_name(hf: &str) -> Option<String> {
 }
 
 impl<'a> ModelWeights<'a> {
-    /// Reads a GGUF file (configuration from its metadata), or safetensors with its `config.json`.
+    /// Reads a GGUF file in memory (configuration from its metadata), or safetensors with its
+    /// `config.json`.
     pub fn load(bytes: &'a [u8], config_json: Option<&str>) -> Result<(ModelConfig, Self)> {
-        let weights = Weights::parse(bytes)?;
+        Self::open(bytes, FileBytes::Memory(bytes), config_json)
+    }
+
+    /// As [`Self::load`], for `file` with `header` from [`FileBytes::header`].
+    pub fn open(
+        header: &'a [u8],
+        file: FileBytes<'a>,
+        config_json: Option<&str>,
+    ) -> Result<(ModelConfig, Self)> {
+        let weights = Weights::open(header, file)?;
         let config = match (&weights, config_json) {
             (_, Some(json)) => ModelConfig::from_hf_json(json)?,
             (Weights::Gguf(file), None) => {

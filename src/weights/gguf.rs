@@ -1,14 +1,18 @@
-//! GGUF (versions 2 and 3, little-endian) over bytes already in memory.
+//! GGUF (versions 2 and 3, little-endian): the header parsed from its bytes, each tensor read from the
+//! file when asked for (see [`FileBytes`]).
 //!
 //! Layout: magic `GGUF`, `u32` version, `u64` tensor count, `u64` metadata count, the metadata key/values,
 //! the tensor infos, padding to `general.alignment` (default 32), then the tensor data. Everything read
 //! from the file is bounds-checked and every count is weighed against the bytes that remain before
 //! anything is allocated for it, so a corrupt or hostile file gives `INVALID_WEIGHTS`, never a panic or a
-//! huge allocation. Strings and tensor data are borrowed from the input.
+//! huge allocation. Strings are borrowed from the header; tensor data is borrowed from a file in memory.
 
 use super::quant::{self, GgmlType};
+use super::FileBytes;
 use crate::{Result, WispError};
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 const MAGIC: &[u8; 4] = b"GGUF";
 const DEFAULT_ALIGNMENT: usize = 32;
@@ -339,7 +343,9 @@ pub struct TensorInfo<'a> {
     dims: Vec<usize>,
     ty: GgmlType,
     offset: usize,
-    data: &'a [u8],
+    /// Its bytes in the file, checked to lie inside it.
+    bytes: Range<usize>,
+    file: FileBytes<'a>,
 }
 
 impl<'a> TensorInfo<'a> {
@@ -372,18 +378,18 @@ impl<'a> TensorInfo<'a> {
         self.offset
     }
 
-    /// The tensor's raw bytes, borrowed from the input.
-    pub fn data(&self) -> &'a [u8] {
-        self.data
+    /// The tensor's raw bytes: borrowed from a file in memory, read from one outside it.
+    pub fn data(&self) -> Result<Cow<'a, [u8]>> {
+        self.file.read(self.bytes.clone())
     }
 
     /// Dequantizes to f32, row-major in [`Self::shape`] order.
     pub fn to_f32(&self) -> Result<Vec<f32>> {
-        quant::dequantize(self.name, self.ty, self.data)
+        quant::dequantize(self.name, self.ty, &self.data()?)
     }
 }
 
-/// A parsed GGUF file borrowing from its bytes.
+/// A parsed GGUF file: its header borrowed, its tensors read when asked for.
 #[derive(Debug, Clone)]
 pub struct GgufFile<'a> {
     version: u32,
@@ -395,10 +401,18 @@ pub struct GgufFile<'a> {
 }
 
 impl<'a> GgufFile<'a> {
-    /// Parses the header, metadata and tensor infos and checks that every tensor's bytes lie inside
-    /// `bytes`. Tensor data is not decoded until asked for.
+    /// A whole file in memory. Tensor data is not decoded until asked for.
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
-        let mut r = Reader { bytes, pos: 0 };
+        Self::open(bytes, FileBytes::Memory(bytes))
+    }
+
+    /// Parses the header, metadata and tensor infos from `header` (the start of `file`) and checks that
+    /// every tensor's bytes lie inside `file`.
+    pub fn open(header: &'a [u8], file: FileBytes<'a>) -> Result<Self> {
+        let mut r = Reader {
+            bytes: header,
+            pos: 0,
+        };
         let magic = context(r.take(4), || "header".into())?;
         if magic != MAGIC {
             return Err(invalid(format!(
@@ -455,7 +469,7 @@ impl<'a> GgufFile<'a> {
         let mut tensors = Vec::with_capacity(tensor_count);
         let mut index = HashMap::with_capacity(tensor_count);
         for (name, dims, ty, offset) in raw {
-            let tensor = locate(bytes, data_offset, name, dims, ty, offset)?;
+            let tensor = locate(file, data_offset, name, dims, ty, offset)?;
             if index.insert(name, tensors.len()).is_some() {
                 return Err(invalid(format!("GGUF tensor '{name}' appears twice")));
             }
@@ -498,9 +512,9 @@ impl<'a> GgufFile<'a> {
     }
 }
 
-/// Checks a tensor's dims and type against its bytes and borrows them.
+/// Checks a tensor's dims and type against the file's length.
 fn locate<'a>(
-    bytes: &'a [u8],
+    file: FileBytes<'a>,
     data_offset: usize,
     name: &'a str,
     dims: Vec<usize>,
@@ -524,14 +538,15 @@ fn locate<'a>(
         .ok_or_else(|| bad("byte size overflows".into()))?;
     let located = usize::try_from(offset).ok().and_then(|rel| {
         let start = data_offset.checked_add(rel)?;
-        Some((rel, bytes.get(start..start.checked_add(size)?)?))
+        let end = start.checked_add(size).filter(|&end| end <= file.len())?;
+        Some((rel, start..end))
     });
-    let Some((offset, data)) = located else {
+    let Some((offset, bytes)) = located else {
         return Err(bad(format!(
             "its {size} bytes at data offset {offset} (file offset {}) end past the end of the \
              {}-byte file (truncated?)",
             data_offset as u128 + u128::from(offset),
-            bytes.len()
+            file.len()
         )));
     };
     Ok(TensorInfo {
@@ -539,7 +554,8 @@ fn locate<'a>(
         dims,
         ty,
         offset,
-        data,
+        bytes,
+        file,
     })
 }
 

@@ -11,6 +11,7 @@ use super::{kernels, layer, parallel};
 use crate::error::{Result, WispError};
 use crate::weights::gguf::TensorInfo;
 use crate::weights::lora::LowRank;
+use crate::weights::quant;
 
 /// Row data: f32 values, or blocks in a kernel layout.
 enum Data {
@@ -83,17 +84,18 @@ impl Matrix {
     pub fn from_gguf(t: &TensorInfo, rows: usize, cols: usize) -> Result<Self> {
         let ty = t.ggml_type();
         let (block_len, block_bytes) = ty.block_layout();
+        let data = t.data()?;
         // GGUF rows are whole blocks (ggml requires it); the kernels walk activations QK at a time.
         let whole = cols.is_multiple_of(block_len)
             && cols.is_multiple_of(QK)
-            && t.data().len() == rows * cols / block_len * block_bytes;
+            && data.len() == rows * cols / block_len * block_bytes;
         if Layout::of(ty).is_some() && !whole {
             return Err(WispError::InvalidWeights(format!(
                 "tensor '{}' ({ty:?}, [{rows}, {cols}]) does not hold whole blocks per row",
                 t.name()
             )));
         }
-        Ok(match blocks::convert(ty, t.data()) {
+        Ok(match blocks::convert(ty, &data) {
             Some((layout, bytes)) => Matrix {
                 rows,
                 cols,
@@ -104,7 +106,7 @@ impl Matrix {
                 },
                 low_rank: Vec::new(),
             },
-            None => Self::dense(rows, cols, t.to_f32()?),
+            None => Self::dense(rows, cols, quant::dequantize(t.name(), ty, &data)?),
         })
     }
 
