@@ -16,9 +16,9 @@ const VALIDATORS = ["etag", "last-modified"];
 
 /**
  * The most bytes of model files one load can take: the weights go into the wasm32 memory (at most 4 GiB
- * in every engine) a tensor at a time, in kernel layouts about as large as the file, beside the key/value
- * cache and the working buffers (half a GiB kept for those). A model beyond it is refused with MODEL_TOO_LARGE before its bytes are downloaded,
- * rather than crashing the module once they are.
+ * in every engine) a band at a time, in kernel layouts about as large as the file, beside the key/value
+ * cache and the working buffers (half a GiB kept for those). A model beyond it is refused with
+ * MODEL_TOO_LARGE before its bytes are downloaded, rather than crashing the module once they are.
  */
 export const MAX_MODEL_BYTES = 4 * 2 ** 30 - 2 ** 29;
 

@@ -99,7 +99,7 @@ impl AssembledModel {
         Self::open(FileBytes::Memory(weights), tokenizer, options).await
     }
 
-    /// As [`Self::load`], with the weights read a tensor at a time from `weights` (a page's file).
+    /// As [`Self::load`], with the weights read a range at a time from `weights` (a page's file).
     pub async fn open(
         weights: FileBytes<'_>,
         tokenizer: Option<&[u8]>,

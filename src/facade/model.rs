@@ -44,7 +44,7 @@ impl Model {
     /// Builds and compiles a model from GGUF or safetensors bytes, with an optional `tokenizer.json`.
     /// `options`: `{ config, chatTemplate, chunkLen, contextLen }`; GGUF files bring their own
     /// configuration, tokenizer and template. `adapters`: `[{ bytes: Uint8Array, scale: number }]`, LoRA
-    /// adapters in llama.cpp's GGUF format. The weights stay in JS memory and are read a tensor at a
+    /// adapters in llama.cpp's GGUF format. The weights stay in JS memory and are read a range at a
     /// time, so that wasm memory never holds the whole file.
     pub async fn load(
         weights: js_sys::Uint8Array,

@@ -380,7 +380,25 @@ impl<'a> TensorInfo<'a> {
 
     /// The tensor's raw bytes: borrowed from a file in memory, read from one outside it.
     pub fn data(&self) -> Result<Cow<'a, [u8]>> {
-        self.file.read(self.bytes.clone())
+        self.read(0..self.bytes.len())
+    }
+
+    /// How many bytes the tensor takes in the file.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Bytes `part` of the tensor's (`0..byte_len()` is all of them), as [`Self::data`] gives them.
+    pub fn read(&self, part: Range<usize>) -> Result<Cow<'a, [u8]>> {
+        if part.start > part.end || part.end > self.bytes.len() {
+            return Err(invalid(format!(
+                "GGUF tensor '{}' has {} bytes; bytes {part:?} were asked for",
+                self.name,
+                self.bytes.len()
+            )));
+        }
+        self.file
+            .read(self.bytes.start + part.start..self.bytes.start + part.end)
     }
 
     /// Dequantizes to f32, row-major in [`Self::shape`] order.

@@ -2,9 +2,9 @@
 //! offline conversion step.
 //!
 //! The file need not be in our memory: [`FileBytes::Outside`] is a file that a page holds (a JS
-//! `Uint8Array`), read a tensor at a time, so that a load holds the weights in their kernel layouts plus
-//! one tensor, never the whole file beside them (wasm memory never shrinks: a whole copy would stay for
-//! the model's life). Only the GGUF header is read whole; safetensors are read whole, since the
+//! `Uint8Array`), read a range at a time (the CPU backend reads a tensor a band of rows at a time), so
+//! that a load holds the weights in their kernel layouts plus one band, never the whole file beside them
+//! (wasm memory never shrinks: a whole copy would stay for the model's life). Only the GGUF header is read whole; safetensors are read whole, since the
 //! `safetensors` crate parses from one buffer (their models are small f32/f16 files).
 //!
 //! [`Weights`] is the common surface the graph builder uses: tensor names, shapes and f32 values, plus the

@@ -105,6 +105,37 @@ describe("quantized weights through the CPU backend in Chromium", () => {
   }
 });
 
+describe("a GGUF file stays in JavaScript's memory", () => {
+  const browser = browserFor({ webgpu: false });
+
+  // The weights are read from the page's bytes a tensor at a time: 64 MiB after the last tensor, which no
+  // tensor names, never reach wasm memory (a whole-file copy would grow it by at least that much).
+  test("64 MiB of unread bytes after the tensors leave wasm memory as it was, and the logits unchanged", async () => {
+    const r = await browser.page.evaluate(
+      async ({ url, tokens }) => {
+        const { init, Model } = await import("/pkg/index.js");
+        const wasm = await init();
+        const file = new Uint8Array(await (await fetch(url)).arrayBuffer());
+        const run = async (bytes) => {
+          const before = wasm.memory.buffer.byteLength;
+          const model = await Model.load(bytes, { backend: "cpu", contextLen: 64, cache: false });
+          const growth = wasm.memory.buffer.byteLength - before;
+          const logits = [...(await model.forward(tokens))];
+          model.close();
+          return { growth, logits };
+        };
+        const plain = await run(file);
+        const padded = new Uint8Array(file.length + 64 * 2 ** 20);
+        padded.set(file);
+        return { plain: plain.logits, padded: await run(padded) };
+      },
+      { url: "/tests/fixtures/decoders/llama-quant.gguf", tokens: references["llama-quant"].cases[0].tokens },
+    );
+    assert.deepEqual(r.padded.logits, r.plain);
+    assert.ok(r.padded.growth < 8 * 2 ** 20, `wasm memory grew by ${r.padded.growth} bytes over the load`);
+  });
+});
+
 describe("quantized weights on the threaded module", () => {
   const browser = browserFor({ webgpu: false, isolated: true });
 

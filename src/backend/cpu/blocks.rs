@@ -135,12 +135,10 @@ pub(crate) fn f32_at(block: &[u8], at: usize) -> f32 {
     f32::from_le_bytes([block[at], block[at + 1], block[at + 2], block[at + 3]])
 }
 
-/// `data` (whole ggml blocks of `ty`) in its kernel layout, or `None` when no kernel reads `ty`.
-pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
-    let layout = Layout::of(ty)?;
-    let (block_len, block_bytes) = ty.block_layout();
-    let blocks = data.len() / block_bytes * block_len / QK;
-    let mut out = Vec::with_capacity(blocks * layout.block_bytes());
+/// Appends `data` (whole ggml blocks of `ty`) to `out` in the kernel layout of `ty`
+/// ([`Layout::of`]); leaves `out` as it is when no kernel reads `ty`.
+pub(crate) fn convert_into(ty: GgmlType, data: &[u8], out: &mut Vec<u8>) {
+    let (_, block_bytes) = ty.block_layout();
     for b in data.chunks_exact(block_bytes) {
         match ty {
             GgmlType::Q8_0 => {
@@ -149,19 +147,19 @@ pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
             }
             GgmlType::Q4_0 => {
                 let d = f16_at(b, 0);
-                push_nibbles(&mut out, d, -8.0 * d, &b[2..18]);
+                push_nibbles(out, d, -8.0 * d, &b[2..18]);
             }
-            GgmlType::Q4_1 => push_nibbles(&mut out, f16_at(b, 0), f16_at(b, 2), &b[4..20]),
+            GgmlType::Q4_1 => push_nibbles(out, f16_at(b, 0), f16_at(b, 2), &b[4..20]),
             GgmlType::Q5_0 => {
                 let q = five_bit(&b[2..6], &b[6..22]).map(|q| q as i8 - 16);
-                push_bytes(&mut out, f16_at(b, 0), &q);
+                push_bytes(out, f16_at(b, 0), &q);
             }
-            GgmlType::IQ4_NL => push_bytes(&mut out, f16_at(b, 0), &iq4_block(&b[2..18])),
+            GgmlType::IQ4_NL => push_bytes(out, f16_at(b, 0), &iq4_block(&b[2..18])),
             GgmlType::IQ4_XS => {
                 let d = f16_at(b, 0);
                 for (ib, scale) in iq4_xs_scales(b).into_iter().enumerate() {
                     let q = iq4_block(&b[8 + 16 * ib..8 + 16 * ib + 16]);
-                    push_bytes(&mut out, d * f32::from(scale), &q);
+                    push_bytes(out, d * f32::from(scale), &q);
                 }
             }
             GgmlType::Q4_K => {
@@ -174,28 +172,27 @@ pub(crate) fn convert(ty: GgmlType, data: &[u8]) -> Option<(Layout, Vec<u8>)> {
                         ((bytes[i] >> shift) & 0x0F) | (((bytes[i + QK / 2] >> shift) & 0x0F) << 4)
                     });
                     let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
-                    push_nibbles(&mut out, dl, -ml, &packed);
+                    push_nibbles(out, dl, -ml, &packed);
                 }
             }
             GgmlType::Q5_1 => {
                 let q = five_bit(&b[4..8], &b[8..24]);
-                push_bytes_min(&mut out, f16_at(b, 0), f16_at(b, 2), &q);
+                push_bytes_min(out, f16_at(b, 0), f16_at(b, 2), &q);
             }
             GgmlType::Q5_K => {
                 let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
                 let (sc, mn) = k_scales(&b[4..16]);
                 for sub in 0..8 {
                     let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
-                    push_bytes_min(&mut out, dl, -ml, &q5_k_sub(b, sub));
+                    push_bytes_min(out, dl, -ml, &q5_k_sub(b, sub));
                 }
             }
-            GgmlType::Q6_K => push_halves(&mut out, &q6_k(b), false),
-            GgmlType::Q3_K => push_halves(&mut out, &q3_k(b), false),
-            GgmlType::Q2_K => push_halves(&mut out, &q2_k(b), true),
-            _ => return None,
+            GgmlType::Q6_K => push_halves(out, &q6_k(b), false),
+            GgmlType::Q3_K => push_halves(out, &q3_k(b), false),
+            GgmlType::Q2_K => push_halves(out, &q2_k(b), true),
+            _ => return,
         }
     }
-    Some((layout, out))
 }
 
 fn push_bytes_min(out: &mut Vec<u8>, d: f32, m: f32, q: &[u8; QK]) {

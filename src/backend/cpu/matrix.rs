@@ -36,6 +36,9 @@ impl Layout {
     }
 }
 
+/// About how many bytes of a file [`Matrix::from_gguf`] reads at a time.
+const READ_BAND: usize = 4 << 20;
+
 pub(crate) struct Matrix {
     rows: usize,
     cols: usize,
@@ -80,33 +83,53 @@ impl Matrix {
     }
 
     /// A GGUF tensor whose shape the caller has checked is `[rows, cols]`: its blocks converted to a
-    /// kernel layout when a kernel reads the type, otherwise dequantized to f32 once here.
+    /// kernel layout when a kernel reads the type, otherwise dequantized to f32 once here. It is read a
+    /// band of rows at a time, so that a file outside memory costs one band beside the result, not a
+    /// copy of the tensor (an embedding can be a fifth of the file).
     pub fn from_gguf(t: &TensorInfo, rows: usize, cols: usize) -> Result<Self> {
         let ty = t.ggml_type();
         let (block_len, block_bytes) = ty.block_layout();
-        let data = t.data()?;
         // GGUF rows are whole blocks (ggml requires it); the kernels walk activations QK at a time.
         let whole = cols.is_multiple_of(block_len)
             && cols.is_multiple_of(QK)
-            && data.len() == rows * cols / block_len * block_bytes;
-        if Layout::of(ty).is_some() && !whole {
+            && t.byte_len() == rows * cols / block_len * block_bytes;
+        let layout = Layout::of(ty);
+        if layout.is_some() && !whole {
             return Err(WispError::InvalidWeights(format!(
                 "tensor '{}' ({ty:?}, [{rows}, {cols}]) does not hold whole blocks per row",
                 t.name()
             )));
         }
-        Ok(match blocks::convert(ty, &data) {
-            Some((layout, bytes)) => Matrix {
-                rows,
-                cols,
-                data: Data::Blocks {
-                    layout,
-                    bytes,
-                    row_bytes: cols / QK * layout.block_bytes(),
-                },
-                low_rank: Vec::new(),
-            },
-            None => Self::dense(rows, cols, quant::dequantize(t.name(), ty, &data)?),
+        let file_row = t.byte_len() / rows.max(1);
+        let band = (READ_BAND / file_row.max(1)).max(1) * file_row;
+        let parts = (0..t.byte_len())
+            .step_by(band.max(1))
+            .map(|at| t.read(at..(at + band).min(t.byte_len())));
+        Ok(match layout {
+            Some(layout) => {
+                let row_bytes = cols / QK * layout.block_bytes();
+                let mut bytes = Vec::with_capacity(rows * row_bytes);
+                for part in parts {
+                    blocks::convert_into(ty, &part?, &mut bytes);
+                }
+                Matrix {
+                    rows,
+                    cols,
+                    data: Data::Blocks {
+                        layout,
+                        bytes,
+                        row_bytes,
+                    },
+                    low_rank: Vec::new(),
+                }
+            }
+            None => {
+                let mut values = Vec::with_capacity(rows * cols);
+                for part in parts {
+                    values.extend(quant::dequantize(t.name(), ty, &part?)?);
+                }
+                Self::dense(rows, cols, values)
+            }
         })
     }
 
@@ -417,5 +440,91 @@ fn rows_of<X: Copy, const N: usize>(part: &[X]) -> [X; N] {
 fn each<const N: usize>(values: [f32; N], put: &mut impl FnMut(usize, f32)) {
     for (t, v) in values.into_iter().enumerate() {
         put(t, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::weights::gguf::GgufFile;
+    use crate::weights::{ByteSource, FileBytes};
+
+    /// A file outside memory, as a page's `Uint8Array` is, recording each range read.
+    #[derive(Debug)]
+    struct Outside {
+        bytes: Vec<u8>,
+        reads: Mutex<Vec<Range<usize>>>,
+    }
+
+    impl ByteSource for Outside {
+        fn len(&self) -> usize {
+            self.bytes.len()
+        }
+
+        fn read(&self, range: Range<usize>) -> Result<Vec<u8>> {
+            self.reads.lock().unwrap().push(range.clone());
+            Ok(self.bytes[range].to_vec())
+        }
+    }
+
+    /// A one-tensor GGUF: `rows` x `cols` of ggml type `ty` (its id) taking `row_bytes` a row, filled
+    /// with a byte pattern.
+    fn gguf(ty: u32, rows: usize, cols: usize, row_bytes: usize) -> Vec<u8> {
+        let mut b = b"GGUF".to_vec();
+        b.extend(3u32.to_le_bytes());
+        b.extend(1u64.to_le_bytes());
+        b.extend(0u64.to_le_bytes());
+        b.extend(1u64.to_le_bytes());
+        b.push(b'w');
+        b.extend(2u32.to_le_bytes());
+        b.extend((cols as u64).to_le_bytes());
+        b.extend((rows as u64).to_le_bytes());
+        b.extend(ty.to_le_bytes());
+        b.extend(0u64.to_le_bytes());
+        b.resize(b.len().next_multiple_of(32), 0);
+        // Small exponents only, so that every f16 in it (scales, F16 weights) is finite.
+        b.extend((0..rows * row_bytes).map(|i| (i % 61) as u8));
+        b
+    }
+
+    fn contents(m: &Matrix) -> Vec<u8> {
+        match &m.data {
+            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::Blocks { bytes, .. } => bytes.clone(),
+        }
+    }
+
+    #[test]
+    fn a_tensor_outside_memory_is_read_a_band_at_a_time_into_the_same_matrix() {
+        // Q8_0 (a kernel layout) and F16 (dequantized to f32), each more than one band.
+        for (ty, rows, cols, row_bytes) in [(8, 1000, 4096, 4096 / 32 * 34), (1, 600, 4096, 8192)] {
+            let bytes = gguf(ty, rows, cols, row_bytes);
+            let want = {
+                let file = GgufFile::parse(&bytes).unwrap();
+                Matrix::from_gguf(file.tensor("w").unwrap(), rows, cols).unwrap()
+            };
+            let outside = Outside {
+                bytes,
+                reads: Mutex::default(),
+            };
+            let file = FileBytes::Outside(&outside);
+            let header = file.header().unwrap();
+            let parsed = GgufFile::open(&header, file).unwrap();
+            outside.reads.lock().unwrap().clear();
+            let got = Matrix::from_gguf(parsed.tensor("w").unwrap(), rows, cols).unwrap();
+            assert_eq!(contents(&got), contents(&want), "type {ty}");
+            let reads = outside.reads.lock().unwrap();
+            assert!(reads.len() > 1, "type {ty}: {reads:?}");
+            assert!(reads
+                .iter()
+                .all(|r| r.len() <= READ_BAND && r.len() % row_bytes == 0));
+            assert!(reads.windows(2).all(|w| w[0].end == w[1].start));
+            assert_eq!(
+                reads.iter().map(Range::len).sum::<usize>(),
+                rows * row_bytes
+            );
+        }
     }
 }
