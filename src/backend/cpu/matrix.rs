@@ -448,6 +448,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::backend::cpu::test_gguf::one_tensor;
     use crate::weights::gguf::GgufFile;
     use crate::weights::{ByteSource, FileBytes};
 
@@ -472,21 +473,9 @@ mod tests {
     /// A one-tensor GGUF: `rows` x `cols` of ggml type `ty` (its id) taking `row_bytes` a row, filled
     /// with a byte pattern.
     fn gguf(ty: u32, rows: usize, cols: usize, row_bytes: usize) -> Vec<u8> {
-        let mut b = b"GGUF".to_vec();
-        b.extend(3u32.to_le_bytes());
-        b.extend(1u64.to_le_bytes());
-        b.extend(0u64.to_le_bytes());
-        b.extend(1u64.to_le_bytes());
-        b.push(b'w');
-        b.extend(2u32.to_le_bytes());
-        b.extend((cols as u64).to_le_bytes());
-        b.extend((rows as u64).to_le_bytes());
-        b.extend(ty.to_le_bytes());
-        b.extend(0u64.to_le_bytes());
-        b.resize(b.len().next_multiple_of(32), 0);
         // Small exponents only, so that every f16 in it (scales, F16 weights) is finite.
-        b.extend((0..rows * row_bytes).map(|i| (i % 61) as u8));
-        b
+        let data: Vec<u8> = (0..rows * row_bytes).map(|i| (i % 61) as u8).collect();
+        one_tensor(ty, rows, cols, &data)
     }
 
     fn contents(m: &Matrix) -> Vec<u8> {

@@ -44,6 +44,8 @@ use dot_wasm as kernels;
 #[cfg(test)]
 mod kernel_tests;
 #[cfg(test)]
+mod test_gguf;
+#[cfg(test)]
 mod test_rng;
 #[cfg(all(test, feature = "threads"))]
 mod thread_tests;

@@ -9,6 +9,7 @@ use super::dot::QK;
 use super::layer::{self, Heads};
 use super::matrix::{Matrix, Pass};
 use super::parallel;
+use super::test_gguf::one_tensor;
 use super::test_rng::Rng;
 use crate::weights::gguf::GgufFile;
 
@@ -21,26 +22,14 @@ fn gguf(
     rows: usize,
     cols: usize,
 ) -> Vec<u8> {
-    let mut b = b"GGUF".to_vec();
-    b.extend(3u32.to_le_bytes());
-    b.extend(1u64.to_le_bytes());
-    b.extend(0u64.to_le_bytes());
-    b.extend(1u64.to_le_bytes());
-    b.push(b'w');
-    b.extend(2u32.to_le_bytes());
-    // ggml lists dimensions innermost first.
-    b.extend((cols as u64).to_le_bytes());
-    b.extend((rows as u64).to_le_bytes());
-    b.extend(ty.to_le_bytes());
-    b.extend(0u64.to_le_bytes());
-    b.resize(b.len().next_multiple_of(32), 0);
+    let mut data = Vec::new();
     for _ in 0..rows * cols / block_len {
         for _ in 0..scales {
-            b.extend(f16::from_f32(rng.unit() * 0.05).to_le_bytes());
+            data.extend(f16::from_f32(rng.unit() * 0.05).to_le_bytes());
         }
-        b.extend((2 * scales..block_bytes).map(|_| (rng.next() >> 24) as u8));
+        data.extend((2 * scales..block_bytes).map(|_| (rng.next() >> 24) as u8));
     }
-    b
+    one_tensor(ty, rows, cols, &data)
 }
 
 /// `f` as a pass (`parallel::on_pool`, as big as passes come) in a pool of `threads` threads: with more
