@@ -26,11 +26,10 @@ impl ByteSource for JsBytes {
 
     fn read(&self, range: std::ops::Range<usize>) -> Result<Vec<u8>> {
         // FileBytes::read checked the range against the length, which is a u32.
-        let mut out = vec![0; range.len()];
-        self.0
+        Ok(self
+            .0
             .subarray(range.start as u32, range.end as u32)
-            .copy_to(&mut out);
-        Ok(out)
+            .to_vec())
     }
 }
 

@@ -4,8 +4,9 @@
 //! The file need not be in our memory: [`FileBytes::Outside`] is a file that a page holds (a JS
 //! `Uint8Array`), read a range at a time (the CPU backend reads a tensor a band of rows at a time), so
 //! that a load holds the weights in their kernel layouts plus one band, never the whole file beside them
-//! (wasm memory never shrinks: a whole copy would stay for the model's life). Only the GGUF header is read whole; safetensors are read whole, since the
-//! `safetensors` crate parses from one buffer (their models are small f32/f16 files).
+//! (wasm memory never shrinks: a whole copy would stay for the model's life). Only the GGUF header is
+//! read in one piece; safetensors files are read whole, since the `safetensors` crate parses from one
+//! buffer (their models are small f32/f16 files).
 //!
 //! [`Weights`] is the common surface the graph builder uses: tensor names, shapes and f32 values, plus the
 //! GGUF metadata when there is some. Shapes are always **outermost first** (PyTorch / safetensors order),
@@ -100,8 +101,8 @@ impl<'a> FileBytes<'a> {
             return self.read(0..len);
         }
         let mut header = self.read(0..HEADER_READ.min(len))?.into_owned();
-        // A header cut short fails to parse; any failure is retried with more bytes until the whole
-        // file is read, so that the error the user sees is the one of the whole file.
+        // A header cut short fails to parse (INVALID_WEIGHTS); such a failure is retried with more bytes
+        // until the whole file is read, so that the error the user sees is the one of the whole file.
         loop {
             let parsed = GgufFile::open(&header, *self).map(|_| ());
             match parsed {
