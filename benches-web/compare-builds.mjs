@@ -4,11 +4,12 @@
 // run.mjs's text); each round runs both builds, in alternating order. Reports the medians of the pairwise
 // ratios (B/A), the wasm heap after each build's load, and whether the greedy tokens agree.
 //
-//   node benches-web/compare-builds.mjs PKG_A PKG_B MODEL.gguf [--rounds 16] [--plain] [--loads]
+//   node benches-web/compare-builds.mjs PKG_A PKG_B MODEL.gguf [--rounds 16] [--plain] [--loads] [--adapter LORA.gguf]
 //
 // PKG_A, PKG_B: built pkg/ folders (copy pkg/ aside before rebuilding). --plain: the plain-SIMD modules
 // (`init({ relaxedSimd: false })`) instead of the relaxed ones Chromium runs. --loads: time `Model.load`
 // of the file's bytes instead, each load in a fresh page (the heap after it is the load's peak).
+// --adapter: both builds load the model with this LoRA adapter (GGUF), as wisp-agent runs.
 import { createReadStream, existsSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, resolve } from "node:path";
@@ -17,9 +18,10 @@ import { chromium } from "playwright-core";
 const args = process.argv.slice(2);
 const flag = (name) => args.includes(name);
 const opt = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-const [pkgA, pkgB, model] = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--rounds");
+const [pkgA, pkgB, model] = args.filter((a, i) => !a.startsWith("--") && !["--rounds", "--adapter"].includes(args[i - 1]));
+const adapter = opt("--adapter");
 if (!pkgA || !pkgB || !model) {
-  console.error("usage: node benches-web/compare-builds.mjs PKG_A PKG_B MODEL.gguf [--rounds 16] [--plain] [--loads]");
+  console.error("usage: node benches-web/compare-builds.mjs PKG_A PKG_B MODEL.gguf [--rounds 16] [--plain] [--loads] [--adapter LORA.gguf]");
   process.exit(2);
 }
 const rounds = Number(opt("--rounds", "16"));
@@ -31,7 +33,7 @@ const server = createServer((req, res) => {
   const url = decodeURIComponent(req.url.split("?")[0]);
   if (url === "/") return res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>builds</title>");
   const root = Object.keys(roots).find((p) => url.startsWith(p));
-  const file = url === "/model.gguf" ? resolve(model) : root && join(roots[root], url.slice(root.length));
+  const file = url === "/model.gguf" ? resolve(model) : url === "/adapter.gguf" && adapter ? resolve(adapter) : root && join(roots[root], url.slice(root.length));
   if (!file || !existsSync(file)) return res.writeHead(404).end();
   res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
   createReadStream(file).pipe(res);
@@ -42,14 +44,15 @@ const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PAT
 
 // Loads build `which` in `page`: the load's time and the wasm heap after it.
 const load = (page, which) =>
-  page.evaluate(async ({ which, plain }) => {
+  page.evaluate(async ({ which, plain, adapter }) => {
     const { Model, init } = await import(`/${which}/index.js`);
     const wasm = await init(plain ? { relaxedSimd: false } : {});
     const bytes = new Uint8Array(await (await fetch("/model.gguf")).arrayBuffer());
+    const adapters = adapter ? [{ bytes: new Uint8Array(await (await fetch("/adapter.gguf")).arrayBuffer()) }] : [];
     const t0 = performance.now();
-    globalThis[which] = await Model.load(bytes, { backend: "cpu", cache: false });
+    globalThis[which] = await Model.load(bytes, { backend: "cpu", cache: false, adapters });
     return { loadMs: performance.now() - t0, heapMiB: wasm.memory.buffer.byteLength / 2 ** 20, backend: globalThis[which].backend };
-  }, { which, plain });
+  }, { which, plain, adapter: Boolean(adapter) });
 
 const PROMPT = Array.from({ length: 5 }, (_, i) =>
   `Chapter ${i + 1}. The river town woke before dawn; fishermen checked their nets, bakers lit their ovens, ` +
@@ -74,14 +77,16 @@ if (flag("--loads")) {
   for (const which of ["a", "b"]) console.log(which, JSON.stringify(await load(page, which)));
   for (let r = 0; r < rounds; r++) {
     for (const which of order(r)) {
-      const out = await page.evaluate(async ({ which, prompt }) => {
+      const out = await page.evaluate(async ({ which, prompt, adapter }) => {
         const m = globalThis[which];
-        const ids = [...(await m.encode(prompt))];
+        // With an adapter, a chat turn: the agent adapter ends a bare text at once.
+        const text = adapter ? await m.renderChat([{ role: "user", content: `${prompt}\n\nRetell this story in detail.` }]) : prompt;
+        const ids = [...(await m.encode(text))];
         await m.seek(0);
         const res = await m.generate(ids, { maxTokens: 128, temperature: 0, draftTokens: 0 });
         const decodeMs = res.usage.totalMs - res.usage.ttftMs;
         return { promptTokens: ids.length, promptMs: res.usage.ttftMs, decodeTokS: (res.tokens.length - 1) / (decodeMs / 1000), tokens: res.tokens };
-      }, { which, prompt: PROMPT });
+      }, { which, prompt: PROMPT, adapter: Boolean(adapter) });
       runs[which].push(out);
       console.log(r, which, JSON.stringify({ ...out, tokens: out.tokens.length }));
     }
