@@ -150,11 +150,12 @@ export async function wispAgentTask(question, maxSteps, maxTokens) {
   // The same task again after reset(): the system + tools prefix is reused from the cache, as a page's
   // second question would.
   agent.reset();
+  await wisp.resetProfile();
   const t1 = performance.now();
   const again = await agent.run(question, { maxTokens });
   const againMs = performance.now() - t1;
   return {
-    question, ms, againMs, againCachedTokens: again.usage.cachedTokens, templateShowsTools, steps: result.steps, finishReason: result.finishReason, text: result.text.slice(0, 300),
+    question, ms, againMs, againCachedTokens: again.usage.cachedTokens, againUsage: again.usage, againProfile: await wisp.profile(), templateShowsTools, steps: result.steps, finishReason: result.finishReason, text: result.text.slice(0, 300),
     // Each call with its outcome; an invalid call (bad JSON, unknown tool, schema) has only an error event.
     toolCalls: events.filter((e) => e.type === "tool_call" || e.invalid).map((c) => {
       const done = c.invalid ? c : events.find((e) => e.id === c.id && e.type !== "tool_call");

@@ -105,7 +105,7 @@ export function table(r, jsonName) {
       const a = agents[0][1].agent;
       out.push(`Agent task: "${a.question}" through \`createAgent\` with the demo tools of www/tools.js, greedy, to the final answer; ` +
         `the chat template ${a.templateShowsTools ? "renders the tools" : "**ignores the tools** (it has no tools section), so the model never sees them"}. ` +
-        agents.map(([engine, e]) => `${engine}: ${e.agent.steps} step(s), calls ${e.agent.toolCalls.map((c) => `${c.name}(${JSON.stringify(c.arguments ?? null)}) → ${c.ok ? "ok" : `error: ${c.result}`}`).join("; ") || "none"}, ${e.agent.usage.promptTokens} prompt + ${e.agent.usage.completionTokens} completion tokens, finish ${e.agent.finishReason}, answer ${JSON.stringify(e.agent.text.slice(0, 80))}`).join("; ") + ".", "");
+        agents.map(([engine, e]) => `${engine}: ${e.agent.steps} step(s), calls ${e.agent.toolCalls.map((c) => `${c.name}(${JSON.stringify(c.arguments ?? null)}) → ${c.ok ? "ok" : `error: ${c.result}`}`).join("; ") || "none"}, ${e.agent.usage.promptTokens} prompt + ${e.agent.usage.completionTokens} completion tokens (${e.agent.usage.forcedTokens ?? 0} forced)${e.agent.againProfile ? `, after reset() ${e.agent.againUsage.cachedTokens} prompt tokens from the cache and ${e.agent.againProfile.stages.embed?.calls ?? "?"} forward passes` : ""}, finish ${e.agent.finishReason}, answer ${JSON.stringify(e.agent.text.slice(0, 80))}`).join("; ") + ".", "");
     }
     const bw = r.bandwidth;
     const lim = (bytes, bps) => f(bps / bytes, 1);
