@@ -34,6 +34,17 @@ pub struct DraftPolicy {
 /// for the weights and the page.
 pub const MAX_CPU_CACHE_BYTES: u64 = 2 << 30;
 
+/// The logits a pass returns, and the arithmetic its products keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// After every token, each as a one-token step gives it.
+    Every,
+    /// After the last token, as one-token steps give it.
+    LastOfSteps,
+    /// After the last token of a prompt, whose products may be grouped for speed (the CPU's tiles).
+    LastOfPrompt,
+}
+
 pub enum Decoder {
     // Boxed: both are a few hundred bytes of handles and buffers; the enum is passed around by value.
     #[cfg(feature = "webgpu")]
@@ -158,23 +169,34 @@ impl Decoder {
         self.history_mut().seek(pos)
     }
 
-    /// Appends `tokens` to the cache and returns the logits after each of them.
+    /// Appends `tokens` to the cache and returns the logits after each of them, each as a one-token
+    /// step gives it (draft verification).
     pub async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-        self.forward_rows(tokens, false).await
+        self.forward_rows(tokens, Rows::Every).await
     }
 
     /// Appends `tokens` to the cache and returns the logits after the last one (a prefill).
     pub async fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        let mut rows = self.forward_rows(tokens, true).await?;
+        self.last_row(tokens, Rows::LastOfPrompt).await
+    }
+
+    /// Appends `tokens` (a sampled token and the ones a grammar forced after it) and returns the logits
+    /// after the last one, as one-token steps give them: the head runs once, not once a token.
+    pub async fn forward_steps(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.last_row(tokens, Rows::LastOfSteps).await
+    }
+
+    async fn last_row(&mut self, tokens: &[u32], rows: Rows) -> Result<Vec<f32>> {
+        let mut rows = self.forward_rows(tokens, rows).await?;
         rows.pop()
             .ok_or_else(|| WispError::InvalidInput("no tokens to run".into()))
     }
 
-    async fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
+    async fn forward_rows(&mut self, tokens: &[u32], rows: Rows) -> Result<Vec<Vec<f32>>> {
         match self {
             #[cfg(feature = "webgpu")]
-            Decoder::Gpu(d) => d.forward_rows(tokens, last_only).await,
-            Decoder::Cpu(d) => d.forward_rows(tokens, last_only),
+            Decoder::Gpu(d) => d.forward_rows(tokens, rows != Rows::Every).await,
+            Decoder::Cpu(d) => d.forward_rows(tokens, rows),
         }
     }
 

@@ -7,7 +7,7 @@ mod decoder;
 #[cfg(feature = "webgpu")]
 mod gpu;
 
-pub use decoder::{BackendKind, Decoder, DraftPolicy, MAX_CPU_CACHE_BYTES};
+pub use decoder::{BackendKind, Decoder, DraftPolicy, Rows, MAX_CPU_CACHE_BYTES};
 #[cfg(all(feature = "webgpu", target_arch = "wasm32"))]
 pub use gpu::gpu_resources;
 #[cfg(feature = "webgpu")]

@@ -222,18 +222,24 @@ impl Generation {
             Vec::new()
         };
         decoder.profile_mut().lap("draft_lookup", t);
-        let mut input = Vec::with_capacity(rest.len() + drafts.len());
-        input.extend_from_slice(rest);
-        input.extend_from_slice(&drafts);
-        let mut rows = decoder
-            .forward(&input)
-            .await?
-            .into_iter()
-            .skip(rest.len() - 1);
-        self.logits = rows
-            .next()
-            .ok_or_else(|| WispError::Internal("the step returned no logits".into()))?;
-        self.usage.draft_tokens += self.speculation.store(drafts, rows);
+        if drafts.is_empty() {
+            // Only the last token's logits are read: the head runs once for the forced tokens too.
+            self.logits = decoder.forward_steps(rest).await?;
+            self.speculation.store(drafts, std::iter::empty());
+        } else {
+            let mut input = Vec::with_capacity(rest.len() + drafts.len());
+            input.extend_from_slice(rest);
+            input.extend_from_slice(&drafts);
+            let mut rows = decoder
+                .forward(&input)
+                .await?
+                .into_iter()
+                .skip(rest.len() - 1);
+            self.logits = rows
+                .next()
+                .ok_or_else(|| WispError::Internal("the step returned no logits".into()))?;
+            self.usage.draft_tokens += self.speculation.store(drafts, rows);
+        }
         self.usage.passes += 1;
         Ok(())
     }

@@ -5,6 +5,7 @@ use super::layer::{self, Heads, Rope};
 use super::matrix::{self, Pass};
 use super::parallel;
 use super::weights::{self, CpuWeights};
+use crate::backend::Rows;
 use crate::error::{Result, WispError};
 use crate::generate::{LogitRows, TokenHistory};
 use crate::model::{ModelConfig, ModelWeights};
@@ -70,14 +71,15 @@ impl CpuDecoder {
         self.weights.bytes_per_token()
     }
 
-    /// Appends `tokens` to the cache and returns the logits after each of them, or with `last_only`
-    /// after the last one only: the output head (vocabulary x hidden, often the largest matrix) then runs
-    /// for one row instead of every prompt token. Refused inputs leave the cache as it was.
-    pub fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
+    /// Appends `tokens` to the cache and returns the logits `rows` asks for: after the last token only,
+    /// the output head (vocabulary x hidden, often the largest matrix) runs for one row instead of every
+    /// token. Refused inputs leave the cache as it was.
+    pub fn forward_rows(&mut self, tokens: &[u32], rows: Rows) -> Result<Vec<Vec<f32>>> {
         self.history.check(tokens, self.config.vocab_size)?;
         let work = tokens.len().saturating_mul(macs_per_token(&self.config));
-        // Only every-row passes must equal one-token passes (draft verification); a prompt's may not.
-        let pass = if last_only {
+        let last_only = rows != Rows::Every;
+        // Only a prompt's products may be grouped for speed; other passes equal one-token steps.
+        let pass = if rows == Rows::LastOfPrompt {
             Pass::Prefill
         } else {
             Pass::Stepwise
