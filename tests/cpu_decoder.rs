@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use wisp::backend::cpu::CpuDecoder;
+use wisp::backend::Rows;
 use wisp::model::ModelWeights;
 use wisp::text::{ChatTemplate, Message, Tokenizer};
 
@@ -41,17 +42,17 @@ fn check_family(family: &str) {
     let (mut dec, reference) = load(family, 64);
     // Prefill of a whole sequence in one call.
     let case = &reference.cases[0];
-    let got = dec.forward_rows(&case.tokens, false).unwrap();
+    let got = dec.forward_rows(&case.tokens, Rows::Every).unwrap();
     assert_close(&got, case, 0, "prefill");
 
     // Token by token after a rollback.
     dec.history_mut().seek(0).unwrap();
     let case = &reference.cases[1];
-    let got = dec.forward_rows(&case.tokens[..5], false).unwrap();
+    let got = dec.forward_rows(&case.tokens[..5], Rows::Every).unwrap();
     assert_close(&got, case, 0, "prefix");
     let started = Instant::now();
     for (i, &tok) in case.tokens.iter().enumerate().skip(5) {
-        let got = dec.forward_rows(&[tok], false).unwrap();
+        let got = dec.forward_rows(&[tok], Rows::Every).unwrap();
         assert_close(&got, case, i, "decode");
     }
     let steps = case.tokens.len().saturating_sub(5).max(1);
@@ -63,7 +64,7 @@ fn check_family(family: &str) {
 
     // Rolling back drops a branch: the continuation is computed as if it never happened.
     dec.history_mut().seek(7).unwrap();
-    let got = dec.forward_rows(&case.tokens[7..], false).unwrap();
+    let got = dec.forward_rows(&case.tokens[7..], Rows::Every).unwrap();
     assert_close(&got, case, 7, "after seek");
 
     // Chunked prefill: uneven chunks give the same logits as one call.
@@ -72,7 +73,7 @@ fn check_family(family: &str) {
     let mut from = 0;
     for len in [3, 1, 6, 2] {
         let got = dec
-            .forward_rows(&case.tokens[from..from + len], false)
+            .forward_rows(&case.tokens[from..from + len], Rows::Every)
             .unwrap();
         assert_close(&got, case, from, "chunks");
         from += len;
@@ -111,17 +112,19 @@ fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
     let (mut dec, reference) = load("llama", 8);
     assert_eq!(dec.history().capacity(), 8);
     let case = &reference.cases[1];
-    dec.forward_rows(&case.tokens[..6], false).unwrap();
-    let err = dec.forward_rows(&case.tokens[6..9], false).unwrap_err();
+    dec.forward_rows(&case.tokens[..6], Rows::Every).unwrap();
+    let err = dec
+        .forward_rows(&case.tokens[6..9], Rows::Every)
+        .unwrap_err();
     assert_eq!(err.code(), "CONTEXT_OVERFLOW", "{err}");
-    let err = dec.forward_rows(&[256], false).unwrap_err();
+    let err = dec.forward_rows(&[256], Rows::Every).unwrap_err();
     assert_eq!(err.code(), "INVALID_INPUT", "{err}");
     assert_eq!(dec.history().len(), 6);
     assert_eq!(
         dec.history_mut().seek(7).unwrap_err().code(),
         "INVALID_INPUT"
     );
-    let got = dec.forward_rows(&case.tokens[6..8], false).unwrap();
+    let got = dec.forward_rows(&case.tokens[6..8], Rows::Every).unwrap();
     assert_close(&got, case, 6, "after refusals");
 }
 
@@ -131,7 +134,7 @@ fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
 fn a_huge_context_length_allocates_nothing_up_front() {
     let (mut dec, reference) = load("llama", 1 << 52);
     let case = &reference.cases[0];
-    let got = dec.forward_rows(&case.tokens[..3], false).unwrap();
+    let got = dec.forward_rows(&case.tokens[..3], Rows::Every).unwrap();
     assert_close(&got, case, 0, "with a context of 2^52 tokens");
 }
 
@@ -207,7 +210,7 @@ fn check_smollm2(bytes: &[u8], reference: &smollm2_reference::Reference) {
 
         decoder.history_mut().seek(0).unwrap();
         let started = Instant::now();
-        let logits = decoder.forward_rows(&ids, false).unwrap();
+        let logits = decoder.forward_rows(&ids, Rows::Every).unwrap();
         let prefill = started.elapsed().as_secs_f64();
         let last = logits.last().unwrap();
         let diff = case
@@ -226,7 +229,7 @@ fn check_smollm2(bytes: &[u8], reference: &smollm2_reference::Reference) {
         let mut next = argmax(last) as u32;
         let mut greedy = vec![next];
         while greedy.len() < case.greedy_ids.len() {
-            let logits = decoder.forward_rows(&[next], false).unwrap();
+            let logits = decoder.forward_rows(&[next], Rows::Every).unwrap();
             next = argmax(&logits[0]) as u32;
             greedy.push(next);
         }
@@ -269,11 +272,11 @@ fn quantized_model_matches(name: &str, bytes_per_pass: usize) {
     let mut worst = 0.0f32;
     for case in &reference.cases {
         dec.history_mut().seek(0).unwrap();
-        let prefill = dec.forward_rows(&case.tokens, false).unwrap();
+        let prefill = dec.forward_rows(&case.tokens, Rows::Every).unwrap();
         dec.history_mut().seek(0).unwrap();
         let mut steps = Vec::new();
         for &t in &case.tokens {
-            steps.extend(dec.forward_rows(&[t], false).unwrap());
+            steps.extend(dec.forward_rows(&[t], Rows::Every).unwrap());
         }
         for (i, (row, step)) in prefill.iter().zip(&steps).enumerate() {
             // One pass and one-token steps give the same bits.

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use wisp::backend::cpu::{self, CpuDecoder};
+use wisp::backend::Rows;
 use wisp::model::{ModelConfig, ModelWeights};
 
 #[derive(Deserialize)]
@@ -43,12 +44,12 @@ fn run(
         let mut decoder = CpuDecoder::new(config, source, 640).unwrap();
         let bits = |row: &[f32]| row.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         let mut rows: Vec<Vec<u32>> = Vec::new();
-        let logits = decoder.forward_rows(prompt, false).unwrap();
+        let logits = decoder.forward_rows(prompt, Rows::Every).unwrap();
         rows.extend(logits.iter().map(|r| bits(r)));
         let mut tokens = vec![argmax(logits.last().unwrap()) as u32];
         while tokens.len() < steps {
             let row = decoder
-                .forward_rows(&tokens[tokens.len() - 1..], true)
+                .forward_rows(&tokens[tokens.len() - 1..], Rows::LastOfPrompt)
                 .unwrap()
                 .remove(0);
             rows.push(bits(&row));
