@@ -20,10 +20,8 @@ fn split_for(pre: &str) -> Option<&'static str> {
     }
 }
 
-/// Cheap to clone: the grammar environment shares the model's tokenizer.
-#[derive(Clone)]
 pub struct Tokenizer {
-    inner: std::sync::Arc<tokenizers::Tokenizer>,
+    inner: tokenizers::Tokenizer,
 }
 
 fn invalid(why: String) -> WispError {
@@ -35,9 +33,7 @@ impl Tokenizer {
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         let inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| invalid(format!("tokenizer.json: {e}")))?;
-        Ok(Tokenizer {
-            inner: std::sync::Arc::new(inner),
-        })
+        Ok(Tokenizer { inner })
     }
 
     /// Rebuilds a byte-level BPE tokenizer (`tokenizer.ggml.model` = "gpt2": Llama 3, SmolLM2, Qwen) from
