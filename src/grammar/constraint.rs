@@ -1,5 +1,6 @@
 //! A compiled grammar as a logits processor: masks what the grammar forbids, advances on each token, and
-//! finds the tokens the grammar forces (jump-forward).
+//! finds the tokens the grammar forces (jump-forward): its forced text as the tokenizer writes it, and a
+//! token it allows alone.
 
 use llguidance::Matcher;
 use toktrie::SimpleVob;
@@ -20,8 +21,9 @@ pub struct GrammarConstraint {
 
 impl GrammarConstraint {
     /// Compiles `lark`; a grammar that does not compile is `error` here, before any token. With
-    /// `jump_forward`, a token the grammar allows alone is appended without sampling (the same token
-    /// masking and greedy picking would give).
+    /// `jump_forward`, what the grammar forces is appended without sampling: the forced text in the
+    /// tokenizer's own tokens, and a token the grammar allows alone (the one masking and greedy picking
+    /// would give).
     pub fn new(
         env: &GrammarEnv,
         lark: String,
@@ -96,6 +98,15 @@ impl LogitsProcessor for GrammarConstraint {
             return Ok(forced);
         }
         loop {
+            // The text the grammar forces, as the tokenizer writes it (llguidance keeps back a last token
+            // that later bytes could merge into); a token it does not take ends the run.
+            let run = self.matcher.compute_ff_tokens();
+            let taken = self
+                .matcher
+                .try_consume_tokens(&run)
+                .map_err(|e| (self.error)(e.to_string()))?;
+            forced.extend_from_slice(&run[..taken]);
+            // Then a token the grammar allows alone (one llguidance kept back, or a special token).
             let mask = self.mask()?;
             let only = match mask.num_set() {
                 1 => mask.first_bit_set().map(|id| id as u32),

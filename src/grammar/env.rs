@@ -4,11 +4,39 @@ use std::sync::Arc;
 
 use llguidance::api::TopLevelGrammar;
 use llguidance::{ParserFactory, TokenParser};
-use toktrie::{ApproximateTokEnv, TokRxInfo, TokTrie, TokenizerEnv};
+use toktrie::{TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 
 use super::lark_string;
 use crate::error::{Result, WispError};
 use crate::text::Tokenizer;
+
+/// llguidance's view of the tokenizer: the trie of token bytes, and the model's own tokenizer for text.
+/// Being canonical (the tokens the model was trained on) lets llguidance compute the tokens a grammar
+/// forces (`Matcher::compute_ff_tokens`): the forced text as the tokenizer writes it, minus a last token
+/// that the next bytes could still merge into.
+struct ModelTokEnv {
+    trie: TokTrie,
+    tokenizer: Tokenizer,
+}
+
+impl TokenizerEnv for ModelTokEnv {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    /// The tokenizer's ids for UTF-8 text; bytes that are not (a character cut in two) get the trie's
+    /// longest matches, as llguidance's approximate environment does.
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
+        std::str::from_utf8(s)
+            .ok()
+            .and_then(|text| self.tokenizer.encode(text).ok())
+            .unwrap_or_else(|| self.trie.greedy_tokenize(s))
+    }
+
+    fn tokenize_is_canonical(&self) -> bool {
+        true
+    }
+}
 
 /// Built once per model and shared by everything it constrains (an agent's tool calls, a
 /// `response_format`), since building the token trie walks the whole vocabulary: 1.6-3.9 s on a Qwen3-size
@@ -44,7 +72,10 @@ impl GrammarEnv {
         }
         let info = TokRxInfo::new(words.len() as u32, first_eos);
         let trie = TokTrie::from(&info, &words).with_eos_tokens(eos);
-        let env: Arc<dyn TokenizerEnv + Sync> = Arc::new(ApproximateTokEnv::new(trie));
+        let env: Arc<dyn TokenizerEnv + Sync> = Arc::new(ModelTokEnv {
+            trie,
+            tokenizer: tokenizer.clone(),
+        });
         let mut factory = ParserFactory::new_simple(&env)
             .map_err(|e| WispError::InvalidModel(format!("grammar environment: {e}")))?;
         // Problems come back as errors; nothing should go to stderr (which is nowhere on the web).

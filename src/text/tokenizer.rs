@@ -20,8 +20,10 @@ fn split_for(pre: &str) -> Option<&'static str> {
     }
 }
 
+/// Cheap to clone: the grammar environment shares the model's tokenizer.
+#[derive(Clone)]
 pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
+    inner: std::sync::Arc<tokenizers::Tokenizer>,
 }
 
 fn invalid(why: String) -> WispError {
@@ -33,7 +35,9 @@ impl Tokenizer {
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         let inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| invalid(format!("tokenizer.json: {e}")))?;
-        Ok(Tokenizer { inner })
+        Ok(Tokenizer {
+            inner: std::sync::Arc::new(inner),
+        })
     }
 
     /// Rebuilds a byte-level BPE tokenizer (`tokenizer.ggml.model` = "gpt2": Llama 3, SmolLM2, Qwen) from
