@@ -14,7 +14,7 @@ use wisp::agent::{
     tool_constraint, Conversation, ToolCallFormat, ToolChoice, ToolSpec, Turn, TurnEvent,
 };
 use wisp::assembly::{AssembledModel, GenerateRequest, LoadOptions};
-use wisp::generate::{FinishReason, SamplingParams};
+use wisp::generate::{FinishReason, LogitsProcessor, SamplingParams};
 use wisp::grammar::{response_constraint, GrammarEnv, ResponseFormat};
 use wisp::text::Tokenizer;
 
@@ -578,7 +578,6 @@ fn accepts(
     choice: &ToolChoice,
     text: &str,
 ) -> f64 {
-    use wisp::generate::LogitsProcessor;
     let c = conversation(&tool_sets()[0], format, "x");
     let mut constraint = tool_constraint(env, &c.tools, format, choice, None, false).unwrap();
     let ids = tokenizer.encode(text).unwrap();
@@ -632,7 +631,6 @@ fn qwen3_vocabulary_allows_what_templates_write() {
         ms.iter().sum::<f64>() / ms.len() as f64
     );
     // And what the grammar forbids: an unknown tool, a wrong enum value, a missing required field.
-    use wisp::generate::LogitsProcessor;
     let c = conversation(&tool_sets()[0], ToolCallFormat::Hermes, "x");
     for bad in [
         "<tool_call>\n{\"name\": \"get_wether\"",
@@ -659,7 +657,6 @@ fn qwen3_vocabulary_allows_what_templates_write() {
 fn tags_that_are_special_tokens() {
     // Where `<tool_call>` is a special token (its bytes cannot be written as text), the grammar names the
     // token: the same forms pass, and `none` masks it.
-    use wisp::generate::LogitsProcessor;
     let path = root().join("tests/fixtures/tokenizers/qwen3.tokenizer.json");
     let mut json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     for added in json["added_tokens"].as_array_mut().unwrap() {
@@ -871,6 +868,24 @@ fn answers_or_calls_with_tools() {
         }
     }
     eprintln!("bundled model, tools and a JSON answer: {calls} valid calls, {answers} valid answers, nothing else");
+    // Both are open at the message's start, whatever a model prefers (this one nearly always calls).
+    let tokenizer = model.tokenizer().unwrap();
+    let c = conversation(tools, ToolCallFormat::Hermes, "x");
+    let mut start = tool_constraint(
+        model.grammar_env().unwrap(),
+        &c.tools,
+        ToolCallFormat::Hermes,
+        &ToolChoice::Auto,
+        Some(&schema),
+        true,
+    )
+    .unwrap();
+    assert_eq!(start.jump_forward().unwrap(), Vec::<u32>::new());
+    let mut logits = vec![0.0; model.config.vocab_size];
+    start.process(&[], &mut logits).unwrap();
+    let open = tokenizer.token_id("<tool_call>").unwrap() as usize;
+    let brace = tokenizer.encode("{").unwrap()[0] as usize;
+    assert!(logits[open].is_finite() && logits[brace].is_finite());
     // "none" leaves the answer alone; Llama 3 JSON calls cannot share "auto" with a JSON answer.
     let c = conversation(tools, ToolCallFormat::Llama3Json, "x");
     let e = tool_constraint(

@@ -200,7 +200,9 @@ describe("OpenAI SDK against the on-device model", () => {
       }
     }
     t.diagnostic(`${all.length} JSON answers, all valid; with tools: ${calls} calls and ${answers} valid answers in ${r.mixed.length} messages; e.g. ${r.answers[0].content}`);
-    assert.ok(answers > 0, "no JSON answer beside tools");
+    // How many are answers is the model's choice (wisp-mini calls get_weather for nearly any message with
+    // it listed); that the grammar leaves the answer open beside calls is tests/grammar.rs's
+    // answers_or_calls_with_tools.
     // `json_object` bounds no string, so a small model may write one until max_tokens (as tests/grammar.rs
     // says natively); what it writes is an object so far, and an object when it ends.
     assert.ok(r.object.message.content.startsWith("{"), JSON.stringify(r.object));
