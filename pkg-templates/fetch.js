@@ -217,7 +217,38 @@ export async function forget(url) {
   await store?.delete(resolveUrl(url).href);
 }
 
-/** Forgets every cached model file. */
+// `backend: "auto"`'s measurements (which backend was faster, per device and model: the core's key),
+// kept beside the model files so that a later load builds only that backend. The key is a URL that is
+// never fetched (`.invalid` cannot resolve).
+const MEASURED_URL = "https://wisp.invalid/backend-measurements.json";
+const MAX_MEASURED = 16;
+const BACKEND_KINDS = new Set(["webgpu", "cpu"]);
+
+/** The measurements kept, newest first; a missing or damaged entry reads as none. */
+export async function readMeasured() {
+  const store = await openCache();
+  try {
+    const kept = await (await store?.match(MEASURED_URL))?.json();
+    if (!Array.isArray(kept)) return [];
+    // Only well-formed entries, with exactly the fields the core takes.
+    return kept
+      .filter((m) => typeof m?.key === "string" && BACKEND_KINDS.has(m.kind) && typeof m.figures === "string" && typeof m.at === "string")
+      .map(({ key, kind, figures, at }) => ({ key, kind, figures, at }));
+  } catch {
+    return [];
+  }
+}
+
+/** Keeps a load's measurement (`model.backend.measured`), dated now, in place of an older one of its key. */
+export async function keepMeasured({ key, kind, figures }) {
+  const store = await openCache();
+  if (!store) return;
+  const older = (await readMeasured()).filter((m) => m.key !== key);
+  const list = [{ key, kind, figures, at: new Date().toISOString() }, ...older].slice(0, MAX_MEASURED);
+  await store.put(MEASURED_URL, new Response(JSON.stringify(list), { headers: { "content-type": "application/json" } })).catch(() => {});
+}
+
+/** Forgets every cached model file, and the backend measurements. */
 export async function clearModelCache() {
   if (typeof caches !== "undefined") await caches.delete(CACHE_NAME);
 }

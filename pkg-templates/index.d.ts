@@ -244,6 +244,11 @@ export interface BackendInfo {
   threads?: number;
   /** CPU: the kernels' SIMD, "relaxed" (fused multiply-adds) or "simd128". */
   simd?: "relaxed" | "simd128";
+  /**
+   * What `backend: "auto"` measured on this load (both backends timed on a hardware adapter); the
+   * package keeps it (with `cache`), and later loads of this model on this device build only `kind`.
+   */
+  measured?: { key: string; kind: "webgpu" | "cpu"; figures: string };
 }
 
 export class Model {

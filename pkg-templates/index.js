@@ -1,7 +1,7 @@
 // The public entry of the wisp-agent package: loads the wasm core once and wraps it in a small API whose
 // errors are all `WispError`s with a stable `code`.
 import { WispError, crashCount, crashedError, freshImport, onCrash, toWispError } from "./errors.js";
-import { checkBytes, checkModelBytes, clearModelCache, fetchFile, forget, readFileUrl, resolveUrl } from "./fetch.js";
+import { checkBytes, checkModelBytes, clearModelCache, fetchFile, forget, keepMeasured, readFileUrl, readMeasured, resolveUrl } from "./fetch.js";
 import { checkInput, generationRequest } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
@@ -411,6 +411,8 @@ export class Model {
     checkInput(source?.config, "config", "INVALID_MODEL");
     const pick = await moduleFor(backend, threads);
     const { module } = pick;
+    // What "auto" measured on earlier loads of this device and model (the core picks the one that fits).
+    const measured = backend === "auto" && cache ? await readMeasured() : [];
     const aborted = () => signal?.aborted && (signal.reason ?? new DOMException("the load was aborted", "AbortError"));
     let spec;
     const build = async () => {
@@ -427,6 +429,7 @@ export class Model {
           reason: pick.reason,
           contextLen: contextLen ?? spec.contextLen,
           stop: spec.stop ?? [],
+          measured,
         }, spec.adapters),
       );
       return inner;
@@ -448,6 +451,8 @@ export class Model {
     }
     // Only now, with every file parsed and checked, do the downloads go into the cache.
     await Promise.all(spec.fetched.map((f) => f.keep()));
+    const fresh = inner.backend.measured;
+    if (fresh && cache) await keepMeasured(fresh);
     onProgress?.({ phase: "ready" });
     return new Model(inner, spec.manifest, module);
   }

@@ -9,7 +9,7 @@ mod decoder_reference;
 use decoder_reference::{assert_close, dir, reference, Reference};
 
 use safetensors::{Dtype, SafeTensors};
-use wisp::backend::Decoder;
+use wisp::backend::{BackendKind, Decoder};
 use wisp::graph::{DecoderShape, WeightProvider};
 use wisp::model::ModelConfig;
 use wisp::WispError;
@@ -184,11 +184,12 @@ fn auto_keeps_the_backend_measured_faster() {
         chunk_len: 4,
         cache_len: 32,
     };
-    let (mut dec, why) = pollster::block_on(wisp::assembly::faster_decoder(
+    let (mut dec, why, measured) = pollster::block_on(wisp::assembly::faster_decoder(
         &config,
         &mut weights,
         shape,
         "lavapipe",
+        "this device and model".into(),
     ))
     .expect("both backends build");
     let figures = figures_of(&why);
@@ -200,16 +201,37 @@ fn auto_keeps_the_backend_measured_faster() {
         "auto: WebGPU, measured faster"
     };
     assert!(why.starts_with(kept), "{why}");
-    assert_eq!(
-        dec.kind() == wisp::backend::BackendKind::Cpu,
-        cpu_faster,
-        "{why}"
-    );
+    assert_eq!(dec.kind() == BackendKind::Cpu, cpu_faster, "{why}");
     assert_eq!(dec.len(), 0);
     let reference = reference("llama");
     let case = &reference.cases[0];
     let logits = pollster::block_on(dec.forward(&case.tokens)).unwrap();
     assert_close(&logits, case, 0, &why);
+
+    // What the package keeps, and a later load that finds it: that backend alone, no new figures.
+    let mut measured = measured.expect("both backends built");
+    assert_eq!(measured.key, "this device and model");
+    assert_eq!(measured.kind, dec.kind());
+    assert!(why.ends_with(&measured.figures), "{why}");
+    for kind in [BackendKind::Cpu, BackendKind::Webgpu] {
+        measured.kind = kind;
+        measured.at = Some("2026-12-06T23:00:00Z".into());
+        let (mut dec, later) = pollster::block_on(wisp::assembly::measured_decoder(
+            &config,
+            &mut weights,
+            shape,
+            &measured,
+        ))
+        .unwrap();
+        assert_eq!(dec.kind(), kind, "{later}");
+        assert!(
+            later.contains("measured faster on this device and model at 2026-12-06T23:00:00Z")
+                && later.ends_with(&measured.figures),
+            "{later}"
+        );
+        let logits = pollster::block_on(dec.forward(&case.tokens)).unwrap();
+        assert_close(&logits, case, 0, &later);
+    }
 }
 
 /// The millisecond figures of a reason, in order.

@@ -7,10 +7,10 @@ mod turn;
 
 use std::cell::{Cell, OnceCell, RefCell};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::{Conversation, ToolCallFormat};
-use crate::backend::Decoder;
+use crate::backend::{BackendKind, Decoder};
 use crate::bundle;
 use crate::error::{Result, WispError};
 use crate::generate::{self, GenerateOptions, LogitsProcessor, SamplingParams};
@@ -44,6 +44,57 @@ pub struct LoadOptions {
     /// LoRA adapters (GGUF bytes and scale); the facade passes their bytes beside the options.
     #[serde(skip)]
     pub adapters: Vec<(Vec<u8>, f32)>,
+    /// Earlier measurements of `backend: "auto"` (the package keeps them): one for this device and model
+    /// is used instead of measuring again.
+    #[serde(default)]
+    pub measured: Vec<Measured>,
+}
+
+/// What `backend: "auto"` measured on a hardware adapter, for one device and model: building and timing
+/// both backends costs a load about twice its time and memory, so the package keeps this and later
+/// loads build only the faster backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Measured {
+    /// The adapter, the model's shape and bytes, the context and graph chunk, and this version of Wisp
+    /// (see [`measure_key`]): a change of any of them measures again.
+    pub key: String,
+    /// The faster backend.
+    pub kind: BackendKind,
+    /// Both figures, as the reason of the measuring load gave them.
+    pub figures: String,
+    /// When it was measured (the package's clock), absent on the measuring load itself.
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+/// The key of a [`Measured`]: what decides which backend is faster.
+#[cfg(feature = "webgpu")]
+pub fn measure_key(
+    config: &ModelConfig,
+    adapter: &crate::backend::AdapterInfo,
+    shape: crate::graph::DecoderShape,
+    file_bytes: usize,
+) -> String {
+    let c = config;
+    format!(
+        "wisp {}; {} / {} / {} / {}; {:?} hidden {} ffn {} heads {}/{}x{} layers {} vocab {}; context {}, chunks of {}; {file_bytes} bytes",
+        env!("CARGO_PKG_VERSION"),
+        adapter.vendor,
+        adapter.architecture,
+        adapter.device,
+        adapter.description,
+        c.family,
+        c.hidden_size,
+        c.intermediate_size,
+        c.num_heads,
+        c.num_kv_heads,
+        c.head_dim,
+        c.num_layers,
+        c.vocab_size,
+        shape.cache_len,
+        shape.chunk_len,
+    )
 }
 
 /// One generation's options, as `generate()` and agent turns send them.
@@ -78,6 +129,8 @@ pub struct AssembledModel {
     pub epoch: Cell<u64>,
     /// Why this backend was chosen.
     pub backend_reason: String,
+    /// What `backend: "auto"` measured on this load, for the package to keep.
+    pub backend_measured: Option<Measured>,
     /// The vocabulary for constrained decoding (tool calls, `responseFormat`), built on first use and
     /// shared by every agent of the model.
     grammar: OnceCell<GrammarEnv>,
@@ -103,9 +156,11 @@ impl AssembledModel {
     pub async fn open(
         weights: FileBytes<'_>,
         tokenizer: Option<&[u8]>,
-        options: LoadOptions,
+        mut options: LoadOptions,
     ) -> Result<Self> {
         let header = weights.header()?;
+        let file_bytes =
+            weights.len() + options.adapters.iter().map(|(a, _)| a.len()).sum::<usize>();
         let (config, mut source) = ModelWeights::open(&header, weights, options.config.as_deref())?;
         if !options.adapters.is_empty() {
             source.set_adapters(&config, &options.adapters)?;
@@ -144,7 +199,7 @@ impl AssembledModel {
             .into_iter()
             .collect();
         let mut stop = Vec::new();
-        for s in options.stop {
+        for s in std::mem::take(&mut options.stop) {
             match tokenizer.as_ref().and_then(|t| t.token_id(&s)) {
                 Some(id) => eos_token_ids.push(id),
                 None => stop.push(s),
@@ -159,15 +214,8 @@ impl AssembledModel {
                 config.vocab_size
             )));
         }
-        let (decoder, reason) = open_decoder(
-            &config,
-            &mut source,
-            options.backend.as_deref(),
-            options.chunk_len,
-            context_len,
-            options.reason,
-        )
-        .await?;
+        let (decoder, reason, measured) =
+            open_decoder(&config, &mut source, &options, context_len, file_bytes).await?;
         Ok(AssembledModel {
             decoder: RefCell::new(decoder),
             tokenizer,
@@ -177,6 +225,7 @@ impl AssembledModel {
             stop,
             epoch: Cell::new(0),
             backend_reason: reason,
+            backend_measured: measured,
             grammar: OnceCell::new(),
         })
     }
@@ -333,14 +382,16 @@ impl AssembledModel {
 /// Both backends on a hardware adapter, each timed over one decode step (after one untimed step, so that
 /// shader compilation and first touches are not counted), and the faster one kept with both figures in
 /// its reason: which is faster depends on the GPU, the CPU and the model's shape and quant types, so it is
-/// measured rather than guessed. A model the GPU cannot hold runs on the CPU, saying why.
+/// measured rather than guessed. A model the GPU cannot hold runs on the CPU, saying why. Returns the
+/// measurement under `key` too (none when WebGPU failed: that may pass).
 #[cfg(feature = "webgpu")]
 pub async fn faster_decoder(
     config: &ModelConfig,
     source: &mut ModelWeights<'_>,
     shape: crate::graph::DecoderShape,
     adapter: &str,
-) -> Result<(Decoder, String)> {
+    key: String,
+) -> Result<(Decoder, String, Option<Measured>)> {
     let mut cpu = Decoder::cpu(config, source, shape.cache_len)?;
     let cpu_ms = step_ms(&mut cpu).await?;
     let mut gpu = match Decoder::new(config, source, shape).await {
@@ -349,6 +400,7 @@ pub async fn faster_decoder(
             return Ok((
                 cpu,
                 format!("auto: the CPU; WebGPU ({adapter}) failed: {e}"),
+                None,
             ))
         }
     };
@@ -356,11 +408,54 @@ pub async fn faster_decoder(
     let figures = format!(
         "a decode step took {gpu_ms:.1} ms on WebGPU ({adapter}), {cpu_ms:.1} ms on the CPU"
     );
-    Ok(if gpu_ms <= cpu_ms {
-        (gpu, format!("auto: WebGPU, measured faster: {figures}"))
+    let (decoder, kind) = if gpu_ms <= cpu_ms {
+        (gpu, BackendKind::Webgpu)
     } else {
-        (cpu, format!("auto: the CPU, measured faster: {figures}"))
-    })
+        (cpu, BackendKind::Cpu)
+    };
+    let measured = Measured {
+        key,
+        kind,
+        figures,
+        at: None,
+    };
+    Ok((decoder, measured_reason(&measured), Some(measured)))
+}
+
+/// The backend an earlier measurement found faster, built alone; a GPU that now fails leaves the CPU.
+#[cfg(feature = "webgpu")]
+pub async fn measured_decoder(
+    config: &ModelConfig,
+    source: &mut ModelWeights<'_>,
+    shape: crate::graph::DecoderShape,
+    measured: &Measured,
+) -> Result<(Decoder, String)> {
+    let reason = measured_reason(measured);
+    if measured.kind == BackendKind::Cpu {
+        return Ok((Decoder::cpu(config, source, shape.cache_len)?, reason));
+    }
+    match Decoder::new(config, source, shape).await {
+        Ok(gpu) => Ok((gpu, reason)),
+        Err(e) => Ok((
+            Decoder::cpu(config, source, shape.cache_len)?,
+            format!("auto: the CPU; WebGPU, {reason}, failed now: {e}"),
+        )),
+    }
+}
+
+#[cfg(feature = "webgpu")]
+fn measured_reason(m: &Measured) -> String {
+    let kind = match m.kind {
+        BackendKind::Webgpu => "WebGPU",
+        BackendKind::Cpu => "the CPU",
+    };
+    match &m.at {
+        None => format!("auto: {kind}, measured faster: {}", m.figures),
+        Some(at) => format!(
+            "auto: {kind}, measured faster on this device and model at {at}: {}",
+            m.figures
+        ),
+    }
 }
 
 /// Milliseconds of the second of two one-token steps from an empty cache, which is then emptied again.
@@ -375,32 +470,40 @@ async fn step_ms(decoder: &mut Decoder) -> Result<f64> {
     Ok(ms)
 }
 
-/// The decoder on the backend that `backend` names ("auto" when absent), and why it was chosen.
+/// The decoder on the backend that `options.backend` names ("auto" when absent), why it was chosen, and
+/// what "auto" measured.
 async fn open_decoder(
     config: &ModelConfig,
     source: &mut ModelWeights<'_>,
-    backend: Option<&str>,
-    // Graph chunks are a GPU matter: the CPU backend runs chunks of its own size.
-    chunk_len: Option<usize>,
+    options: &LoadOptions,
     context_len: usize,
-    reason: Option<String>,
-) -> Result<(Decoder, String)> {
-    // Checked on every backend, so that a page learns of a bad value before it meets a GPU.
-    if let Some(chunk_len) = chunk_len {
+    file_bytes: usize,
+) -> Result<(Decoder, String, Option<Measured>)> {
+    // Graph chunks are a GPU matter: the CPU backend runs chunks of its own size. Checked on every
+    // backend, so that a page learns of a bad value before it meets a GPU.
+    if let Some(chunk_len) = options.chunk_len {
         crate::graph::check_chunk_len(chunk_len)?;
     }
     #[cfg(feature = "webgpu")]
     let shape = crate::graph::DecoderShape {
-        chunk_len: chunk_len.unwrap_or(DEFAULT_CHUNK),
+        chunk_len: options.chunk_len.unwrap_or(DEFAULT_CHUNK),
         cache_len: context_len,
     };
-    let (gpu, why) = match backend.unwrap_or("auto") {
+    #[cfg(not(feature = "webgpu"))]
+    let _ = file_bytes;
+    let reason = options.reason.clone();
+    let (gpu, why) = match options.backend.as_deref().unwrap_or("auto") {
         "cpu" => (false, reason.unwrap_or_else(|| "asked for".into())),
         "webgpu" => (true, "asked for".into()),
         #[cfg(feature = "webgpu")]
         "auto" => match crate::backend::adapter_info().await {
             Ok(adapter) if !adapter.is_fallback_adapter => {
-                return faster_decoder(config, source, shape, &adapter.description).await;
+                let key = measure_key(config, &adapter, shape, file_bytes);
+                if let Some(m) = options.measured.iter().find(|m| m.key == key) {
+                    let (decoder, why) = measured_decoder(config, source, shape, m).await?;
+                    return Ok((decoder, why, None));
+                }
+                return faster_decoder(config, source, shape, &adapter.description, key).await;
             }
             Ok(_) => (
                 false,
@@ -421,11 +524,11 @@ async fn open_decoder(
         }
     };
     if !gpu {
-        return Ok((Decoder::cpu(config, source, context_len)?, why));
+        return Ok((Decoder::cpu(config, source, context_len)?, why, None));
     }
     #[cfg(feature = "webgpu")]
     {
-        Ok((Decoder::new(config, source, shape).await?, why))
+        Ok((Decoder::new(config, source, shape).await?, why, None))
     }
     #[cfg(not(feature = "webgpu"))]
     {

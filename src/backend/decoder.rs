@@ -1,7 +1,7 @@
 //! The decoder a generation runs on: the wonnx graph on WebGPU, or the CPU kernels. Both keep the same
 //! token history and key/value cache semantics, so generation, sampling and the agent do not care which.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::cpu::CpuDecoder;
 #[cfg(feature = "webgpu")]
@@ -13,7 +13,7 @@ use crate::graph::{DecoderShape, WeightProvider};
 use crate::model::{ModelConfig, ModelWeights};
 use crate::profile::Profile;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     Webgpu,

@@ -96,11 +96,20 @@ impl Model {
 
     /// `{ kind: "webgpu" | "cpu", reason }`, and on the CPU `threads` (how many threads its products
     /// use) and `simd`: "relaxed" in the relaxed-SIMD build (fused multiply-adds), "simd128" otherwise.
+    /// `measured`: what `backend: "auto"` measured on this load (`{ key, kind, figures }`), for the
+    /// package to keep.
     #[wasm_bindgen(getter)]
     pub fn backend(&self) -> std::result::Result<JsValue, JsValue> {
         let decoder = self.inner.decoder.try_borrow().map_err(|_| to_js(busy()))?;
         let mut info =
             serde_json::json!({ "kind": decoder.kind(), "reason": self.inner.backend_reason });
+        if let Some(measured) = &self.inner.backend_measured {
+            info["measured"] = serde_json::to_value(measured).map_err(|e| {
+                to_js(WispError::Internal(format!(
+                    "the backend's measurement: {e}"
+                )))
+            })?;
+        }
         if decoder.kind() == BackendKind::Cpu {
             info["threads"] = crate::backend::cpu::threads().into();
             info["simd"] = crate::backend::cpu::SIMD.into();

@@ -317,6 +317,48 @@ describe("reliability: the model cache revalidates", () => {
     assert.match(wrongSize.message, new RegExp(`has ${good.length} bytes; the manifest says 1234`));
     await page.unroute("**/virtual/mini/*");
   });
+
+  test("backend measurements are kept newest first, one per key; damaged ones read as none and never fail a load", async () => {
+    const r = await browser.page.evaluate(async () => {
+      const { Model, clearModelCache } = await import("/pkg/index.js");
+      const { keepMeasured, readMeasured } = await import("/pkg/fetch.js");
+      await clearModelCache();
+      const out = { empty: await readMeasured() };
+      await keepMeasured({ key: "gpu A; model 1", kind: "webgpu", figures: "4.0 ms on WebGPU, 9.0 ms on the CPU" });
+      await keepMeasured({ key: "gpu A; model 2", kind: "cpu", figures: "9.0 ms on WebGPU, 4.0 ms on the CPU" });
+      await keepMeasured({ key: "gpu A; model 1", kind: "cpu", figures: "8.0 ms on WebGPU, 5.0 ms on the CPU" });
+      out.kept = await readMeasured();
+      // Entries of other keys go to the core with every load; this one runs on SwiftShader (a fallback
+      // adapter: the CPU without measuring), so none applies and none is added.
+      const model = await Model.load({ bundle: "/models/wisp-mini/manifest.json" });
+      out.backend = model.backend;
+      model.close();
+      out.after = (await readMeasured()).length;
+      const cache = await caches.open("wisp-models-v1");
+      const url = "https://wisp.invalid/backend-measurements.json";
+      await cache.put(url, new Response('[{"key": 1}, {"key": "k", "kind": "tpu", "figures": "", "at": ""}, {"key": "k", "kind": "cpu", "figures": "f", "at": "t", "extra": 1}]'));
+      out.filtered = await readMeasured();
+      await cache.put(url, new Response("not json"));
+      out.damaged = await readMeasured();
+      const again = await Model.load({ bundle: "/models/wisp-mini/manifest.json" });
+      out.againKind = again.backend.kind;
+      again.close();
+      await clearModelCache();
+      out.cleared = await readMeasured();
+      return out;
+    });
+    assert.deepEqual(r.empty, []);
+    assert.deepEqual(r.kept.map((m) => [m.key, m.kind]), [["gpu A; model 1", "cpu"], ["gpu A; model 2", "cpu"]]);
+    assert.ok(r.kept.every((m) => !Number.isNaN(Date.parse(m.at))), JSON.stringify(r.kept));
+    assert.equal(r.backend.kind, "cpu");
+    assert.equal(r.backend.measured, undefined);
+    assert.match(r.backend.reason, /software fallback/);
+    assert.equal(r.after, 2);
+    assert.deepEqual(r.filtered, [{ key: "k", kind: "cpu", figures: "f", at: "t" }]);
+    assert.deepEqual(r.damaged, []);
+    assert.equal(r.againKind, "cpu");
+    assert.deepEqual(r.cleared, []);
+  });
 });
 
 describe("reliability: defaults that fit, options that are checked", () => {
