@@ -153,6 +153,84 @@ fn overflow_and_bad_tokens_are_refused_and_leave_the_cache_as_it_was() {
     });
 }
 
+/// A fresh decoder of `backend` over the llama fixture, with a context of `context` tokens.
+fn fresh(backend: BackendKind, context: usize) -> Decoder {
+    match backend {
+        BackendKind::Webgpu => {
+            load(
+                "llama",
+                DecoderShape {
+                    chunk_len: 4,
+                    cache_len: context,
+                },
+            )
+            .0
+        }
+        BackendKind::Cpu => {
+            let json = std::fs::read_to_string(dir().join("llama.config.json")).unwrap();
+            let bytes = std::fs::read(dir().join("llama.safetensors")).unwrap();
+            let (config, weights) = wisp::model::ModelWeights::load(&bytes, Some(&json)).unwrap();
+            Decoder::cpu(&config, &weights, context).unwrap()
+        }
+    }
+}
+
+/// A cache saved as bytes and restored into another decoder (a later page) goes on as the decoder that
+/// prefilled it: the continuation's logits are onnxruntime's, and the prefilling decoder's bit for bit.
+/// Bytes of the other backend, damaged bytes and more tokens than the context holds are refused, with the
+/// cache left as it was.
+#[test]
+fn a_restored_cache_goes_on_as_its_prefill() {
+    let reference = reference("llama");
+    let case = &reference.cases[0];
+    pollster::block_on(async {
+        let mut saved = Vec::new();
+        for backend in [BackendKind::Cpu, BackendKind::Webgpu] {
+            let mut first = fresh(backend, 32);
+            first.forward(&case.tokens[..12]).await.unwrap();
+            let bytes = first.save_cache(10).unwrap();
+            assert_eq!(
+                first.save_cache(13).unwrap_err().code(),
+                "INVALID_INPUT",
+                "{backend:?}"
+            );
+
+            let mut later = fresh(backend, 32);
+            assert_eq!(later.restore_cache(&bytes).unwrap(), &case.tokens[..10]);
+            assert_eq!(later.tokens(), &case.tokens[..10]);
+            let got = later.forward(&case.tokens[10..]).await.unwrap();
+            assert_close(&got, case, 10, "after a restore");
+            first.seek(10).unwrap();
+            let want = first.forward(&case.tokens[10..]).await.unwrap();
+            assert!(got == want, "{backend:?}: the restored cache differs");
+
+            // Damaged bytes, and bytes of more tokens than this context: refused, the cache unchanged.
+            let mut small = fresh(backend, 8);
+            small.forward(&case.tokens[..3]).await.unwrap();
+            for bad in [&bytes[..bytes.len() - 4], &bytes[1..]] {
+                let err = small.restore_cache(bad).unwrap_err();
+                assert_eq!(err.code(), "INVALID_INPUT", "{backend:?}: {err}");
+            }
+            let err = small.restore_cache(&bytes).unwrap_err();
+            assert_eq!(err.code(), "CONTEXT_OVERFLOW", "{backend:?}: {err}");
+            assert_eq!(small.tokens(), &case.tokens[..3]);
+            let got = small.forward(&case.tokens[3..6]).await.unwrap();
+            assert_close(&got, case, 3, "after refused restores");
+            saved.push((backend, bytes));
+        }
+        // Each backend's bytes are its own (their keys and values round differently).
+        for (made_by, bytes) in &saved {
+            for backend in [BackendKind::Cpu, BackendKind::Webgpu] {
+                if backend != *made_by {
+                    let err = fresh(backend, 32).restore_cache(bytes).unwrap_err();
+                    assert_eq!(err.code(), "INVALID_INPUT", "{err}");
+                    assert!(err.to_string().contains("backend"), "{err}");
+                }
+            }
+        }
+    });
+}
+
 #[test]
 fn odd_chunk_len_is_refused_by_name() {
     let config = ModelConfig::from_hf_json(

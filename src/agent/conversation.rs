@@ -200,6 +200,28 @@ impl Conversation {
         Ok(tokenizer.encode(&self.prompt(template)?)?.len())
     }
 
+    /// The tokens every prompt of this conversation begins with, whatever its history and next message:
+    /// the system message and the tools, as far as two different user messages after them share tokens.
+    pub fn prefix_ids(&self, template: &ChatTemplate, tokenizer: &Tokenizer) -> Result<Vec<u32>> {
+        let tools = (!self.tools.is_empty()).then(|| self.tools.openai_tools());
+        let probe = |text: &str| -> Result<Vec<u32>> {
+            let mut messages = self.messages[..usize::from(self.system.is_some())].to_vec();
+            messages.push(Message::new("user", text));
+            tokenizer.encode(&super::render_chat(
+                template,
+                &messages,
+                tools.as_ref(),
+                true,
+            )?)
+        };
+        let (a, b) = (probe("a")?, probe("b")?);
+        Ok(a.into_iter()
+            .zip(b)
+            .take_while(|(x, y)| x == y)
+            .map(|(x, _)| x)
+            .collect())
+    }
+
     /// Tokens of the system message with the tools: the prompt's part that no trim touches.
     fn fixed_tokens(&self, template: &ChatTemplate, tokenizer: &Tokenizer) -> Result<usize> {
         let tools = (!self.tools.is_empty()).then(|| self.tools.openai_tools());
@@ -539,6 +561,27 @@ mod tests {
         let before = c.messages.clone();
         assert_eq!(c.fit(&template, &tokenizer, 1024, 256).unwrap(), None);
         assert_eq!(c.messages, before);
+    }
+
+    #[test]
+    fn every_prompt_begins_with_the_prefix() {
+        let (template, tokenizer) = bundled();
+        let c = long_conversation(2, "sunny, 18 C");
+        let prefix = c.prefix_ids(&template, &tokenizer).unwrap();
+        let fixed = c
+            .usage(&template, &tokenizer, 1024, 256)
+            .unwrap()
+            .system_and_tools;
+        // The system message with the tools, and the opener of the first user message.
+        assert!(prefix.len() >= fixed, "{} < {fixed}", prefix.len());
+        assert!(ids(&c, &template, &tokenizer).starts_with(&prefix));
+        let fresh = long_conversation(0, "");
+        assert_eq!(fresh.prefix_ids(&template, &tokenizer).unwrap(), prefix);
+        // Another system message is another prefix.
+        let mut other = long_conversation(0, "");
+        other.messages[0].content = Some("You are terse.".into());
+        assert!(!ids(&c, &template, &tokenizer)
+            .starts_with(&other.prefix_ids(&template, &tokenizer).unwrap()));
     }
 
     #[test]

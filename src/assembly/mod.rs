@@ -366,6 +366,36 @@ impl AssembledModel {
         Ok((state, epoch))
     }
 
+    /// The system + tools prefix of `conversation`'s prompts (`Conversation::prefix_ids`), and whether the
+    /// cache begins with it.
+    pub fn prefix(&self, conversation: &Conversation) -> Result<(Vec<u32>, bool)> {
+        let ids = conversation.prefix_ids(self.template()?, self.tokenizer()?)?;
+        let decoder = self.decoder.try_borrow().map_err(|_| busy())?;
+        let cached = decoder.tokens().starts_with(&ids);
+        Ok((ids, cached))
+    }
+
+    /// The cached system + tools prefix of `conversation` as bytes ([`Decoder::save_cache`]), for a later
+    /// page to restore; `None` when the cache does not begin with it.
+    pub fn save_prefix(&self, conversation: &Conversation) -> Result<Option<Vec<u8>>> {
+        let (ids, cached) = self.prefix(conversation)?;
+        if !cached {
+            return Ok(None);
+        }
+        let decoder = self.decoder.try_borrow().map_err(|_| busy())?;
+        decoder.save_cache(ids.len()).map(Some)
+    }
+
+    /// Replaces the cache by bytes of [`Decoder::save_cache`] (see there for what is refused) and returns
+    /// how many tokens they hold. A generation or turn in progress on the model stops, as after any call
+    /// that changes the cache.
+    pub fn restore_cache(&self, bytes: &[u8]) -> Result<usize> {
+        let mut decoder = self.decoder.try_borrow_mut().map_err(|_| busy())?;
+        let tokens = decoder.restore_cache(bytes)?;
+        self.epoch.set(self.epoch.get() + 1);
+        Ok(tokens.len())
+    }
+
     /// Runs `drop_drafts` on the model's decoder when the generation (or turn) of `epoch` is still the
     /// model's latest use; a later call has already replaced or reused its cache otherwise.
     pub fn release_drafts(&self, epoch: u64, drop_drafts: impl FnOnce(&mut Decoder) -> Result<()>) {

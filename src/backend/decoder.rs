@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::cpu::CpuDecoder;
 #[cfg(feature = "webgpu")]
 use super::gpu::GpuDecoder;
+use super::snapshot;
 use crate::error::{Result, WispError};
 use crate::generate::TokenHistory;
 #[cfg(feature = "webgpu")]
@@ -167,6 +168,51 @@ impl Decoder {
     /// Drops every cached token from `pos` on.
     pub fn seek(&mut self, pos: usize) -> Result<()> {
         self.history_mut().seek(pos)
+    }
+
+    /// What this decoder's cache bytes say they are (`tokens` aside).
+    fn snapshot_header(&self, tokens: usize) -> snapshot::Header {
+        let config = each!(self, d => d.config());
+        snapshot::Header {
+            version: env!("CARGO_PKG_VERSION").into(),
+            backend: self.kind(),
+            layers: config.num_layers,
+            kv_heads: config.num_kv_heads,
+            head_dim: config.head_dim,
+            tokens,
+        }
+    }
+
+    /// The first `len` cached tokens with their keys and values, as bytes (`backend::snapshot`).
+    pub fn save_cache(&self, len: usize) -> Result<Vec<u8>> {
+        if len > self.len() {
+            return Err(WispError::InvalidInput(format!(
+                "cannot save {len} tokens of the cache: it holds {}",
+                self.len()
+            )));
+        }
+        let (keys, values) = each!(self, d => d.kv());
+        Ok(snapshot::write(
+            &self.snapshot_header(len),
+            self.tokens(),
+            keys,
+            values,
+        ))
+    }
+
+    /// Replaces the cache by bytes of [`Decoder::save_cache`] and returns their tokens. Bytes made by
+    /// another version, backend or model shape, damaged ones, and more tokens than the context holds are
+    /// `INVALID_INPUT` / `CONTEXT_OVERFLOW`, with the cache unchanged.
+    pub fn restore_cache(&mut self, bytes: &[u8]) -> Result<Vec<u32>> {
+        let snap = snapshot::read(bytes, &self.snapshot_header(0))?;
+        let vocab = each!(self, d => d.config().vocab_size);
+        TokenHistory::new(self.capacity()).check(&snap.tokens, vocab)?;
+        // Within the capacity, so within the GPU's preallocated rows too.
+        each!(self, d => d.set_kv(snap.keys, snap.values));
+        let history = self.history_mut();
+        history.seek(0)?;
+        history.extend(&snap.tokens);
+        Ok(snap.tokens)
     }
 
     /// Appends `tokens` to the cache and returns the logits after each of them, each as a one-token

@@ -6,6 +6,7 @@ pub mod cpu;
 mod decoder;
 #[cfg(feature = "webgpu")]
 mod gpu;
+mod snapshot;
 
 pub use decoder::{BackendKind, Decoder, DraftPolicy, Rows, MAX_CPU_CACHE_BYTES};
 #[cfg(all(feature = "webgpu", target_arch = "wasm32"))]

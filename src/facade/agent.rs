@@ -251,6 +251,34 @@ impl Agent {
         to_js_value(&trim)
     }
 
+    /// `{ tokens, cached }`: the tokens every prompt of this agent begins with (system message and
+    /// tools), and whether the model's cache begins with them.
+    pub fn prefix(&self) -> std::result::Result<JsValue, JsValue> {
+        let (ids, cached) = self.model.prefix(&*self.conversation()?).map_err(to_js)?;
+        let out = js_sys::Object::new();
+        js_sys::Reflect::set(&out, &"tokens".into(), &js_sys::Uint32Array::from(&ids[..]))?;
+        js_sys::Reflect::set(&out, &"cached".into(), &cached.into())?;
+        Ok(out.into())
+    }
+
+    /// The cached system + tools prefix as bytes (its keys and values), or undefined when the model's
+    /// cache does not begin with it; `restoreCache` on a later page puts it back.
+    #[wasm_bindgen(js_name = savePrefix)]
+    pub fn save_prefix(&self) -> std::result::Result<Option<js_sys::Uint8Array>, JsValue> {
+        let bytes = self
+            .model
+            .save_prefix(&*self.conversation()?)
+            .map_err(to_js)?;
+        Ok(bytes.map(|b| js_sys::Uint8Array::from(&b[..])))
+    }
+
+    /// Replaces the model's cache by bytes of `savePrefix` (made by this Wisp version, backend and model
+    /// shape; `INVALID_INPUT` otherwise, the cache unchanged) and returns how many tokens they hold.
+    #[wasm_bindgen(js_name = restoreCache)]
+    pub fn restore_cache(&self, bytes: &[u8]) -> std::result::Result<usize, JsValue> {
+        self.model.restore_cache(bytes).map_err(to_js)
+    }
+
     /// Replaces every message after the system message with `history` (OpenAI-shaped messages).
     #[wasm_bindgen(js_name = setHistory)]
     pub fn set_history(&self, history: JsValue) -> std::result::Result<(), JsValue> {

@@ -65,6 +65,21 @@ impl CpuDecoder {
         &mut self.history
     }
 
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Each layer's cached keys and values (rows past the history's length are stale).
+    pub fn kv(&self) -> (&[Vec<f32>], &[Vec<f32>]) {
+        (&self.keys, &self.values)
+    }
+
+    /// Replaces the cache by `keys` and `values` of the tokens the caller then puts in the history.
+    pub fn set_kv(&mut self, keys: Vec<Vec<f32>>, values: Vec<Vec<f32>>) {
+        self.keys = keys;
+        self.values = values;
+    }
+
     /// Bytes of weights a forward pass reads per chunk: the floor of a token's time is this over the
     /// memory bandwidth.
     pub fn weight_bytes_per_pass(&self) -> usize {

@@ -107,6 +107,26 @@ impl GpuDecoder {
         &mut self.history
     }
 
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Each layer's cached keys and values (rows past the history's length are stale).
+    pub fn kv(&self) -> (&[Vec<f32>], &[Vec<f32>]) {
+        (&self.past_k, &self.past_v)
+    }
+
+    /// Writes `keys` and `values` (whole rows, at most the cache's) over the first rows of the cache, for
+    /// the tokens the caller then puts in the history.
+    pub fn set_kv(&mut self, keys: Vec<Vec<f32>>, values: Vec<Vec<f32>>) {
+        for (cache, new) in self.past_k.iter_mut().zip(&keys) {
+            cache[..new.len()].copy_from_slice(new);
+        }
+        for (cache, new) in self.past_v.iter_mut().zip(&values) {
+            cache[..new.len()].copy_from_slice(new);
+        }
+    }
+
     /// Appends `tokens` to the cache and returns the logits after each of them, or after the last one
     /// only (wonnx reads every output back, but the other rows are not copied out).
     pub async fn forward_rows(&mut self, tokens: &[u32], last_only: bool) -> Result<Vec<Vec<f32>>> {
