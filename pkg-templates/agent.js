@@ -11,6 +11,7 @@ import { DEFAULT_MAX_TOKENS, checkCount, checkInput, generationRequest } from ".
 import { stepTurn } from "./complete.js";
 import { streamWithResult } from "./streams.js";
 import { queueOf } from "./queue.js";
+import { prefixCacheFor } from "./prefix-cache.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 // setTimeout's longest delay: a longer one fires at once.
@@ -74,15 +75,19 @@ export class Agent {
   #model;
   // Worker mode: tool registrations still on their way to the worker; a failed one rejects the next run.
   #pending = [];
+  // Where this agent's system + tools prefix is kept across page loads (prefix-cache.js), or null.
+  #prefix;
 
   // `release`: frees what the agent owns (the model createAgent loaded); `alive()`: whether the core's wasm
-  // instance is still usable (false after a trap; errors.js); `queue`: the model's queue.
-  constructor(coreAgent, options, { release, alive = () => true, queue }) {
+  // instance is still usable (false after a trap; errors.js); `queue`: the model's queue; `prefix`: its
+  // prefix cache.
+  constructor(coreAgent, options, { release, alive = () => true, queue, prefix = null }) {
     this.#core = coreAgent;
     this.#options = options;
     this.#release = release;
     this.#alive = alive;
     this.#model = queue;
+    this.#prefix = prefix;
   }
 
   /** Frees the agent, and the model too when `createAgent` loaded it. Later calls reject with SESSION_CLOSED. */
@@ -295,6 +300,10 @@ export class Agent {
       let turn;
       let stepUsage;
       try {
+        // A prefix kept by an earlier page load: no prefill for it. Failing to read or restore one only
+        // costs that prefill.
+        const prefix = step === 1 ? this.#prefix : null;
+        const prefixKey = prefix ? await Promise.resolve().then(() => prefix.restore(this.#live())).catch(() => null) : null;
         turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
         const steps = stepTurn(turn, signal);
         let next = await steps.next();
@@ -322,6 +331,7 @@ export class Agent {
         usage.cachedTokens += u.cachedTokens;
         usage.completionTokens += u.completionTokens;
         usage.forcedTokens += u.forcedTokens;
+        if (prefixKey) await Promise.resolve().then(() => prefix.save(this.#live(), prefixKey)).catch(() => {});
       } finally {
         if (this.#alive()) turn?.free();
         release();
@@ -585,11 +595,16 @@ function splitOptions(model, options) {
 /** An agent over a loaded `Model`: `{ model, system, contextPolicy, maxHistoryTokens, maxSteps, toolCallFormat, maxResultChars, maxResultTokens, temperature, maxTokens, toolChoice }`. */
 export function createAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
-  return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, { release, alive: () => model.alive, queue: queueOf(model) });
+  return new Agent(wrap(() => model.coreAgent(coreOptions)), rest, {
+    release,
+    alive: () => model.alive,
+    queue: queueOf(model),
+    prefix: prefixCacheFor(model),
+  });
 }
 
 /** The same over a `WorkerModel`: the conversation lives in its worker, the loop and the tools on the page. */
 export async function createWorkerAgentFor(model, options = {}, release) {
   const [coreOptions, rest] = splitOptions(model, options);
-  return new Agent(await model.agentCore(coreOptions), rest, { release, queue: queueOf(model) });
+  return new Agent(await model.agentCore(coreOptions), rest, { release, queue: queueOf(model), prefix: prefixCacheFor(model) });
 }

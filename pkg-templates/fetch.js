@@ -40,7 +40,8 @@ function abortError(signal) {
   return new DOMException("the load was aborted", "AbortError");
 }
 
-async function openCache() {
+/** The cache of model files (null where the page has no Cache API). */
+export async function openCache() {
   try {
     return typeof caches === "undefined" ? null : await caches.open(CACHE_NAME);
   } catch {

@@ -99,7 +99,7 @@ export class GraphSession {
   close(): void;
 }
 
-/** Forgets every model file kept in the Cache API. */
+/** Forgets every model file kept in the Cache API, the backend measurements and the agents' kept prefixes. */
 export function clearModelCache(): Promise<void>;
 
 export interface BundleFile {
@@ -268,6 +268,7 @@ export class Model {
     options?: {
       onProgress?: (event: LoadProgress) => void;
       signal?: AbortSignal;
+      /** Keep downloads in the Cache API, and (a bundle's model) its agents' system + tools prefixes (default true). */
       cache?: boolean;
       /** Tokens per GPU call (even, >= 2; default 4). */
       chunkLen?: number;

@@ -2,6 +2,7 @@
 // errors are all `WispError`s with a stable `code`.
 import { WispError, crashCount, crashedError, freshImport, onCrash, toWispError } from "./errors.js";
 import { checkBytes, checkModelBytes, clearModelCache, fetchFile, forget, keepMeasured, readFileUrl, readMeasured, resolveUrl } from "./fetch.js";
+import { keepPrefixesOf } from "./prefix-cache.js";
 import { checkInput, generationRequest } from "./requests.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
@@ -454,7 +455,9 @@ export class Model {
     const fresh = inner.backend.measured;
     if (fresh && cache) await keepMeasured(fresh);
     onProgress?.({ phase: "ready" });
-    return new Model(inner, spec.manifest, module);
+    const model = new Model(inner, spec.manifest, module);
+    keepPrefixesOf(model, { manifest: spec.manifest, backend: inner.backend, cache, adapters });
+    return model;
   }
 
   #core() {

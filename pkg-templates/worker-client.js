@@ -3,6 +3,7 @@
 // the call in the worker.
 import { WispError } from "./errors.js";
 import { resolveUrl } from "./fetch.js";
+import { keepPrefixesOf } from "./prefix-cache.js";
 import { checkInput } from "./requests.js";
 import { queueOf } from "./queue.js";
 import { threading } from "./threading.js";
@@ -109,7 +110,9 @@ export class WorkerModel {
         signal,
         transfer: transferable(source),
       });
-      return new WorkerModel(channel, info);
+      const model = new WorkerModel(channel, info);
+      keepPrefixesOf(model, { manifest: info.manifest, backend: info.backend, cache: rest.cache ?? true, adapters: rest.adapters ?? [] });
+      return model;
     } catch (e) {
       channel.terminate();
       throw e;
@@ -288,6 +291,18 @@ class RemoteAgent {
 
   setHistory(messages) {
     return this.#call("setHistory", messages);
+  }
+
+  prefix() {
+    return this.#call("prefix");
+  }
+
+  savePrefix() {
+    return this.#call("savePrefix");
+  }
+
+  restoreCache(bytes) {
+    return this.#call("restoreCache", bytes);
   }
 
   get messages() {

@@ -43,7 +43,7 @@ function requireModel() {
 }
 
 // The core agent methods the page's Agent calls through agentCall.
-const AGENT_METHODS = new Set(["addTool", "removeTool", "pushUser", "pushToolResult", "pushAssistant", "reset", "truncate", "contextUsage", "fitContext", "setHistory"]);
+const AGENT_METHODS = new Set(["addTool", "removeTool", "pushUser", "pushToolResult", "pushAssistant", "reset", "truncate", "contextUsage", "fitContext", "setHistory", "prefix", "savePrefix", "restoreCache"]);
 
 const ops = {
   async load({ source, options }, id) {
