@@ -165,6 +165,45 @@ export async function wispAgentTask(question, maxSteps, maxTokens) {
   };
 }
 
+/**
+ * The agent task on the first run of a page whose earlier visit kept the agent's prefix in the Cache API:
+ * two loads with `cache` on, one run each (the first stands for the earlier visit, which keeps the prefix;
+ * the second for the reloaded page, which restores it). Load times are not counted, as in
+ * `wispAgentTask`. Closes the bench's own model first: the loads share its wasm memory.
+ */
+export async function wispAgentReloaded(source, { worker, ...options }, question, maxSteps, maxTokens) {
+  wispClose();
+  const { Model, WorkerModel, clearModelCache, createAgent } = await import("/pkg/index.js");
+  const { demoTools } = await import("/www/tools.js");
+  await clearModelCache();
+  const visit = async () => {
+    const model = await (worker ? WorkerModel : Model).load(source, { ...options, cache: true });
+    const agent = await createAgent({ model, system: "You are a helpful assistant.", maxSteps, temperature: 0 });
+    for (const [spec, fn] of demoTools) agent.tool(spec, fn);
+    const t0 = performance.now();
+    const r = await agent.run(question, { maxTokens });
+    const ms = performance.now() - t0;
+    agent.close();
+    model.close();
+    return { ms, usage: r.usage, text: r.text, calls: r.toolCalls.map((c) => [c.name, c.arguments]) };
+  };
+  const first = await visit();
+  // The prefix is written after the run, in the background.
+  const store = await caches.open("wisp-models-v1");
+  const kept = async () => (await store.keys()).some((r) => r.url.startsWith("https://wisp.invalid/prefix/"));
+  for (let i = 0; i < 100 && !(await kept()); i++) await new Promise((r) => setTimeout(r, 100));
+  const prefixKept = await kept();
+  const reloaded = await visit();
+  await clearModelCache();
+  return {
+    prefixKept,
+    firstVisitMs: first.ms,
+    ms: reloaded.ms,
+    usage: reloaded.usage,
+    sameAnswer: JSON.stringify([first.text, first.calls]) === JSON.stringify([reloaded.text, reloaded.calls]),
+  };
+}
+
 export function wispClose() {
   wisp?.close();
   wisp = null;

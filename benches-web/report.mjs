@@ -92,7 +92,8 @@ export function table(r, jsonName) {
         out.push(`| ${label(engine, e)} | failed: ${e.error.slice(0, 160).replace(/\|/g, "/").replace(/\n/g, " ")} |${prompts.map(() => " |").join("")}${prompts.map(() => " |").join("")} | | | | | |`);
         continue;
       }
-      const agent = e.agent ? `${f(e.agent.ms, 0)}${e.agent.againMs ? `, then ${f(e.agent.againMs, 0)} after reset()` : ""} (${e.agent.steps} step${e.agent.steps > 1 ? "s" : ""}${e.agent.toolCalls.length ? `, ${e.agent.toolCalls.map((c) => `${c.name ?? "?"} ${c.ok ? "ok" : "error"}`).join(", ")}` : ", no tool call"})` : "–";
+      const reloaded = e.agentReloaded ? `, ${f(e.agentReloaded.ms, 0)} on a reloaded page` : "";
+      const agent = e.agent ? `${f(e.agent.ms, 0)}${e.agent.againMs ? `, then ${f(e.agent.againMs, 0)} after reset()` : ""}${reloaded} (${e.agent.steps} step${e.agent.steps > 1 ? "s" : ""}${e.agent.toolCalls.length ? `, ${e.agent.toolCalls.map((c) => `${c.name ?? "?"} ${c.ok ? "ok" : "error"}`).join(", ")}` : ", no tool call"})` : "–";
       out.push(`| ${label(engine, e)} | ${cell(e.load, 0)} | ${prompts.map((p) => runCell(e.runs[p], "ttftMs", 0)).join(" | ")} | ${prompts.map((p) => runCell(e.runs[p], "prefillTokPerSec", 1)).join(" | ")} | ` +
         `${decodeRun ? `${cell(decodeRun.decodeTokPerSec, 2)}${decodeRun.warmup === false ? " cold" : ""} (${decodeRun.newTokens - 1} tok${decodeRun.acceptedDraftTokens ? `; ${decodeRun.passes} passes, ${decodeRun.acceptedDraftTokens} drafts kept` : ""})` : "–"} | ${agent} | ${MB(e.memory?.wasmHeapBytes)} | ${MB(e.memory?.gpuBufferPeakBytes || null)} | ${check} | ${cuts(e.cuts)} |`);
     }
@@ -105,7 +106,7 @@ export function table(r, jsonName) {
       const a = agents[0][1].agent;
       out.push(`Agent task: "${a.question}" through \`createAgent\` with the demo tools of www/tools.js, greedy, to the final answer; ` +
         `the chat template ${a.templateShowsTools ? "renders the tools" : "**ignores the tools** (it has no tools section), so the model never sees them"}. ` +
-        agents.map(([engine, e]) => `${engine}: ${e.agent.steps} step(s), calls ${e.agent.toolCalls.map((c) => `${c.name}(${JSON.stringify(c.arguments ?? null)}) → ${c.ok ? "ok" : `error: ${c.result}`}`).join("; ") || "none"}, ${e.agent.usage.promptTokens} prompt + ${e.agent.usage.completionTokens} completion tokens (${e.agent.usage.forcedTokens ?? 0} forced)${e.agent.againProfile ? `, after reset() ${e.agent.againUsage.cachedTokens} prompt tokens from the cache and ${e.agent.againProfile.stages.embed?.calls ?? "?"} forward passes` : ""}, finish ${e.agent.finishReason}, answer ${JSON.stringify(e.agent.text.slice(0, 80))}`).join("; ") + ".", "");
+        agents.map(([engine, e]) => `${engine}: ${e.agent.steps} step(s), calls ${e.agent.toolCalls.map((c) => `${c.name}(${JSON.stringify(c.arguments ?? null)}) → ${c.ok ? "ok" : `error: ${c.result}`}`).join("; ") || "none"}, ${e.agent.usage.promptTokens} prompt + ${e.agent.usage.completionTokens} completion tokens (${e.agent.usage.forcedTokens ?? 0} forced)${e.agent.againProfile ? `, after reset() ${e.agent.againUsage.cachedTokens} prompt tokens from the cache and ${e.agent.againProfile.stages.embed?.calls ?? "?"} forward passes` : ""}${e.agentReloaded ? `, on a reloaded page (its prefix kept in the Cache API by the earlier visit: ${e.agentReloaded.prefixKept ? "kept" : "**not kept**"}) ${e.agentReloaded.usage.cachedTokens} prompt tokens restored or reused, ${e.agentReloaded.sameAnswer ? "the same answer" : "**another answer**"}` : ""}, finish ${e.agent.finishReason}, answer ${JSON.stringify(e.agent.text.slice(0, 80))}`).join("; ") + ".", "");
     }
     const bw = r.bandwidth;
     const lim = (bytes, bps) => f(bps / bytes, 1);

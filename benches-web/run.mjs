@@ -386,6 +386,13 @@ async function main() {
           log(`${plan.name} ${engine} agent: ${e.agent.ms.toFixed(0)} ms, ${e.agent.steps} steps, calls ${JSON.stringify(e.agent.toolCalls.map((c) => c.name))}`);
         }
         e.memory = await call("memory", isWisp);
+        if (isWisp && p.agent) {
+          // Last: it loads the model twice more, in the same wasm memory the figure above measured.
+          const options = { ...plan.wisp.options, ...p.options, backend: w.backend, threads: w.threads, worker: w.worker };
+          e.agentReloaded = await call("wispAgentReloaded", plan.wisp.source, options, p.agent.question, p.agent.maxSteps, p.agent.maxTokens);
+          const a = e.agentReloaded;
+          log(`${plan.name} ${engine} agent, first run of a reloaded page: ${a.ms.toFixed(0)} ms (${a.usage.cachedTokens} of ${a.usage.promptTokens} prompt tokens restored or reused; its first visit ${a.firstVisitMs.toFixed(0)} ms; same answer: ${a.sameAnswer})`);
+        }
       } catch (err) {
         e.error = String(err?.message ?? err).slice(0, 2000);
         log(`${plan.name} ${engine} FAILED: ${e.error.slice(0, 300)}`);
