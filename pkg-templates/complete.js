@@ -6,6 +6,7 @@ import { toWispError } from "./errors.js";
 import { breathe } from "./event-loop.js";
 import { queueOf } from "./queue.js";
 import { fitContext } from "./agent.js";
+import { prefixCacheFor } from "./prefix-cache.js";
 
 async function call(fn) {
   try {
@@ -68,6 +69,9 @@ export async function* complete(model, parsed) {
     release = undefined;
     const trimmed = await fitContext(coreAgent, parsed.contextPolicy, parsed.request.maxTokens);
     release = await queueOf(model).acquire({ signal });
+    // The system + tools prefix kept by an earlier page load, as an agent's first run restores it.
+    const prefix = prefixCacheFor(model);
+    const prefixKey = prefix ? await Promise.resolve().then(() => prefix.restore(coreAgent)).catch(() => null) : null;
     const turn = await call(() => coreAgent.startTurn(parsed.request, parsed.toolChoice));
     try {
       const calls = [];
@@ -83,6 +87,7 @@ export async function* complete(model, parsed) {
         }
       }
       const finish = next.value;
+      if (prefixKey) await Promise.resolve().then(() => prefix.save(coreAgent, prefixKey)).catch(() => {});
       const u = turn.usage;
       const usage = {
         prompt_tokens: u.promptTokens,

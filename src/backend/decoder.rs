@@ -191,6 +191,8 @@ impl Decoder {
                 self.len()
             )));
         }
+        // Every layer holds at least the history's rows (the CPU's grow with it, the GPU's are allocated
+        // for the whole context), so the first `len` are there.
         let (keys, values) = each!(self, d => d.kv());
         Ok(snapshot::write(
             &self.snapshot_header(len),

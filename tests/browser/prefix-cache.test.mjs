@@ -1,6 +1,7 @@
 // An agent's system + tools prefix kept across page loads (pkg-templates/prefix-cache.js): the first run
 // of a reloaded page restores the keys and values instead of prefilling them, and answers exactly as the
-// first page did; damaged or foreign entries cost only the prefill; nothing is kept without the cache.
+// first page did (an agent, a worker's agent, the OpenAI surface); damaged or foreign entries cost only the
+// prefill; nothing is kept without the cache.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { browserFor } from "./harness.mjs";
@@ -89,6 +90,26 @@ describe("an agent's prefix kept across page loads", () => {
     assert.equal(kept.entries.length, 4, JSON.stringify(kept));
     assert.ok(!kept.entries.includes(first.kept[0]), "the oldest went");
     assert.deepEqual(new Set(kept.index.map((k) => PREFIXES + k)), new Set(kept.entries));
+
+    // The OpenAI surface (one stateless request: a fresh core agent) restores it too.
+    await page.evaluate(async () => (await import("/pkg/index.js")).clearModelCache());
+    const request = async () => {
+      const { Model, createChatCompletions } = await import("/pkg/index.js");
+      const model = await Model.load({ bundle: "/models/wisp-mini/manifest.json" }, { backend: "cpu" });
+      const tools = [{ type: "function", function: { name: "get_weather", description: "Current weather for a city.", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+      const r = await createChatCompletions(model).create({ messages: [{ role: "user", content: "What's the weather in Paris?" }], tools, temperature: 0, max_tokens: 48 });
+      model.close();
+      const store = await caches.open("wisp-models-v1");
+      for (let i = 0; i < 50 && !(await store.keys()).some((k) => k.url.includes("/prefix/")); i++) await new Promise((r) => setTimeout(r, 100));
+      const m = r.choices[0].message;
+      return { message: [m.content, (m.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments])], cached: r.usage.cached_tokens };
+    };
+    const openaiFirst = await page.evaluate(request);
+    await page.reload();
+    const openaiAgain = await page.evaluate(request);
+    assert.equal(openaiFirst.cached, 0);
+    assert.ok(openaiAgain.cached > 40, JSON.stringify(openaiAgain));
+    assert.deepEqual(openaiAgain.message, openaiFirst.message);
 
     // Without the cache nothing is kept, and nothing restored.
     await page.evaluate(async () => (await import("/pkg/index.js")).clearModelCache());
