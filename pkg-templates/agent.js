@@ -300,10 +300,9 @@ export class Agent {
       let turn;
       let stepUsage;
       try {
-        // A prefix kept by an earlier page load: no prefill for it. Failing to read or restore one only
-        // costs that prefill.
+        // A prefix kept by an earlier page load: no prefill for it.
         const prefix = step === 1 ? this.#prefix : null;
-        const prefixKey = prefix ? await Promise.resolve().then(() => prefix.restore(this.#live())).catch(() => null) : null;
+        const prefixKey = await prefix?.restore(this.#live());
         turn = await wrapAsync(() => this.#live().startTurn(request, toolChoice));
         const steps = stepTurn(turn, signal);
         let next = await steps.next();
@@ -331,7 +330,8 @@ export class Agent {
         usage.cachedTokens += u.cachedTokens;
         usage.completionTokens += u.completionTokens;
         usage.forcedTokens += u.forcedTokens;
-        if (prefixKey) await Promise.resolve().then(() => prefix.save(this.#live(), prefixKey)).catch(() => {});
+        // The core as it is (save never rejects, even on one a handler closed meanwhile).
+        if (prefixKey) await prefix.save(this.#core, prefixKey);
       } finally {
         if (this.#alive()) turn?.free();
         release();

@@ -71,7 +71,7 @@ export async function* complete(model, parsed) {
     release = await queueOf(model).acquire({ signal });
     // The system + tools prefix kept by an earlier page load, as an agent's first run restores it.
     const prefix = prefixCacheFor(model);
-    const prefixKey = prefix ? await Promise.resolve().then(() => prefix.restore(coreAgent)).catch(() => null) : null;
+    const prefixKey = await prefix?.restore(coreAgent);
     const turn = await call(() => coreAgent.startTurn(parsed.request, parsed.toolChoice));
     try {
       const calls = [];
@@ -87,7 +87,7 @@ export async function* complete(model, parsed) {
         }
       }
       const finish = next.value;
-      if (prefixKey) await Promise.resolve().then(() => prefix.save(coreAgent, prefixKey)).catch(() => {});
+      if (prefixKey) await prefix.save(coreAgent, prefixKey);
       const u = turn.usage;
       const usage = {
         prompt_tokens: u.promptTokens,

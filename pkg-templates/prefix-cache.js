@@ -1,6 +1,6 @@
 // An agent's system + tools prefix, as the keys and values the model computed for it, kept in the Cache
 // API beside the model files: the first run of a later page load restores it instead of prefilling it
-// (docs/guide.md, "Caching"). Kept only for models loaded from a bundle with `cache` on, whose weights
+// (docs/guide.md, "The agent"). Kept only for models loaded from a bundle with `cache` on, whose weights
 // and adapters the manifest pins by sha256: the key names the bytes that made the keys and values, and the
 // prefix's tokens. The core refuses bytes of another Wisp version, backend or model shape.
 import { openCache } from "./fetch.js";
@@ -58,33 +58,40 @@ export function prefixCacheFor(model) {
     /**
      * Before the first message of a run, holding the model: restores this agent's prefix when the model's
      * cache does not begin with it and a kept one exists. Returns the prefix's key (null: not kept here).
+     * Never rejects: failing to read or restore a prefix only costs its prefill.
      */
     async restore(core) {
-      const { tokens, cached } = await core.prefix();
-      const key = await keyOf(identity, tokens);
-      if (!key || cached) return key;
-      const store = await openCache();
-      const kept = await store?.match(PREFIX_URL + key).catch(() => undefined);
-      const bytes = kept && new Uint8Array(await kept.arrayBuffer().catch(() => new ArrayBuffer(0)));
-      if (!bytes?.length) return key;
       try {
-        await core.restoreCache(bytes);
-        known.add(key);
+        const { tokens, cached } = await core.prefix();
+        const key = await keyOf(identity, tokens);
+        if (!key || cached) return key;
+        const store = await openCache();
+        const kept = await store?.match(PREFIX_URL + key).catch(() => undefined);
+        const bytes = kept && new Uint8Array(await kept.arrayBuffer().catch(() => new ArrayBuffer(0)));
+        if (!bytes?.length) return key;
+        try {
+          await core.restoreCache(bytes);
+          known.add(key);
+        } catch {
+          // Made by another version or backend, or damaged: prefilled again, and kept anew after the run.
+          await store.delete(PREFIX_URL + key).catch(() => {});
+        }
+        return key;
       } catch {
-        // Made by another version or backend, or damaged: prefilled again, and kept anew after the run.
-        await store.delete(PREFIX_URL + key).catch(() => {});
+        return null;
       }
-      return key;
     },
 
     /**
      * After the first message of a run, still holding the model (its cache then begins with the prefix):
      * keeps the prefix under `key` unless this page already restored or kept it. The write goes on in
-     * the background; a page whose storage refuses it just prefills again next time.
+     * the background; a page whose storage refuses it just prefills again next time. Never rejects.
      */
     async save(core, key) {
       if (!key || known.has(key)) return;
-      const bytes = await core.savePrefix();
+      const bytes = await Promise.resolve()
+        .then(() => core.savePrefix())
+        .catch(() => undefined);
       if (!bytes) return;
       known.add(key);
       const store = await openCache();

@@ -119,10 +119,8 @@ impl GpuDecoder {
     /// Writes `keys` and `values` (whole rows, at most the cache's) over the first rows of the cache, for
     /// the tokens the caller then puts in the history.
     pub fn set_kv(&mut self, keys: Vec<Vec<f32>>, values: Vec<Vec<f32>>) {
-        for (cache, new) in self.past_k.iter_mut().zip(&keys) {
-            cache[..new.len()].copy_from_slice(new);
-        }
-        for (cache, new) in self.past_v.iter_mut().zip(&values) {
+        let caches = self.past_k.iter_mut().chain(&mut self.past_v);
+        for (cache, new) in caches.zip(keys.iter().chain(&values)) {
             cache[..new.len()].copy_from_slice(new);
         }
     }
