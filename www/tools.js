@@ -20,13 +20,27 @@ const TIME_ZONES = {
 };
 
 // Factors to a base unit per dimension; temperatures are converted separately.
-const UNITS = {
-  m: ["length", 1], km: ["length", 1000], cm: ["length", 0.01], mm: ["length", 0.001],
-  mi: ["length", 1609.344], mile: ["length", 1609.344], miles: ["length", 1609.344],
-  ft: ["length", 0.3048], feet: ["length", 0.3048], in: ["length", 0.0254], inch: ["length", 0.0254],
-  kg: ["mass", 1], g: ["mass", 0.001], lb: ["mass", 0.45359237], lbs: ["mass", 0.45359237], oz: ["mass", 0.028349523125],
-  l: ["volume", 1], ml: ["volume", 0.001], gal: ["volume", 3.785411784], gallon: ["volume", 3.785411784],
-};
+// Each unit by its symbol and the names people write for it (plural, British spelling): the model copies
+// the user's word.
+const UNITS = Object.fromEntries(
+  [
+    ["length", 1, "m", "meter", "meters", "metre", "metres"],
+    ["length", 1000, "km", "kilometer", "kilometers", "kilometre", "kilometres"],
+    ["length", 0.01, "cm", "centimeter", "centimeters", "centimetre", "centimetres"],
+    ["length", 0.001, "mm", "millimeter", "millimeters", "millimetre", "millimetres"],
+    ["length", 1609.344, "mi", "mile", "miles"],
+    ["length", 0.9144, "yd", "yard", "yards"],
+    ["length", 0.3048, "ft", "foot", "feet"],
+    ["length", 0.0254, "in", "inch", "inches"],
+    ["mass", 1, "kg", "kilogram", "kilograms", "kilo", "kilos"],
+    ["mass", 0.001, "g", "gram", "grams"],
+    ["mass", 0.45359237, "lb", "lbs", "pound", "pounds"],
+    ["mass", 0.028349523125, "oz", "ounce", "ounces"],
+    ["volume", 1, "l", "liter", "liters", "litre", "litres"],
+    ["volume", 0.001, "ml", "milliliter", "milliliters", "millilitre", "millilitres"],
+    ["volume", 3.785411784, "gal", "gallon", "gallons"],
+  ].flatMap(([dimension, factor, ...names]) => names.map((name) => [name, [dimension, factor]])),
+);
 
 function cityKey(city) {
   return String(city).trim().toLowerCase();

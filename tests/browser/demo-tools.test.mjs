@@ -22,6 +22,10 @@ test("unit conversion", () => {
   assert.equal(convert({ value: 10, from: "km", to: "mi" }).result, 6.21371);
   assert.equal(convert({ value: 100, from: "C", to: "F" }).result, 212);
   assert.equal(convert({ value: 2, from: "lb", to: "kg" }).result, 0.907185);
+  // The names people write, as well as the symbols.
+  assert.equal(convert({ value: 5, from: "miles", to: "kilometers" }).result, 8.04672);
+  assert.equal(convert({ value: 3, from: "Metres", to: "feet" }).result, 9.84252);
+  assert.equal(convert({ value: 1, from: "gallon", to: "litres" }).result, 3.78541);
   assert.throws(() => convert({ value: 1, from: "kg", to: "km" }), /cannot convert mass/);
   assert.throws(() => convert({ value: 1, from: "parsec", to: "km" }), /unknown unit parsec/);
 });
