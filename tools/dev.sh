@@ -33,10 +33,20 @@ case "${1:-}" in
     # With `threads`: the CPU tests then also run the threaded loops (tests/cpu_threads.rs and the
     # thread tests of src/backend/cpu need it).
     phase cargo test --quiet --features threads
-    phase bash tools/fuzz.sh 10
+    # The fuzz targets build beside the package: build-pkg.sh and the wasm kernel tests spend most of their
+    # time compiling our crate alone (one codegen unit), on one core, and the fuzz build fills the other.
+    # Its output comes after theirs; a failure stops the run like any phase's.
+    fuzz_log=$(mktemp)
+    phase bash tools/fuzz.sh 10 >"$fuzz_log" 2>&1 &
+    fuzz=$!
     phase bash tools/build-pkg.sh
     # The kernels of the modules just built, in wasm (reuses their dependencies' builds).
     phase bash tools/wasm-kernel-tests.sh
+    fuzz_status=0
+    wait "$fuzz" || fuzz_status=$?
+    cat "$fuzz_log" >&2
+    rm -f "$fuzz_log"
+    [ "$fuzz_status" = 0 ] || { echo "npm test: tools/fuzz.sh failed ($fuzz_status)" >&2; exit "$fuzz_status"; }
     phase node --test --test-concurrency=1 tests/browser/
     ;;
   *)
