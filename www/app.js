@@ -2,24 +2,27 @@
 // runs in a Web Worker (worker mode), the tools here on the page. Everything the model writes is shown
 // with textContent: model text is never HTML. A service worker (sw.js) makes it work offline.
 import { adapterInfo, createAgent, WorkerModel } from "../pkg/index.js";
+import { WISP_AGENT_BASE } from "../pkg/models/wisp-agent.js";
 // Served cross-origin isolated (`node tools/serve.mjs --isolated`), the models run on several threads.
 import "../pkg/threads.js";
 import { demoTools } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
 const SOURCES = {
+  agent: { bundle: new URL("../models/wisp-agent/manifest.json", import.meta.url).href },
   bundled: { bundle: new URL("../models/wisp-mini/manifest.json", import.meta.url).href },
   smollm2: new URL("../models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href,
-  agent: { bundle: new URL("../models/wisp-agent/manifest.json", import.meta.url).href },
 };
-// wisp-agent's base, linked beside its manifest by tools/fetch-smollm2.sh.
-const AGENT_BASE = new URL("../models/wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href;
+// wisp-agent's base, linked beside its manifest by tools/fetch-smollm2.sh (which the set-up runs).
+const AGENT_BASE = new URL(`../models/wisp-agent/${WISP_AGENT_BASE.name}`, import.meta.url).href;
 
 let model = null;
 let agent = null;
 let controller = null;
 // What the page found about WebGPU, kept in view next to "Ready".
 let gpuNote = "";
+// Why the tiny fallback runs instead of wisp-agent, when it does; also kept in view.
+let fallbackNote = "";
 
 function status(text, error = false) {
   $("status").textContent = text;
@@ -66,7 +69,7 @@ async function load(source) {
     const { kind, threads } = model.backend;
     const where = kind === "cpu" ? `the CPU${threads > 1 ? ` (${threads} threads)` : ""}` : "WebGPU";
     const name = model.manifest?.name ?? (typeof source === "string" ? source.split("/").pop() : "the model");
-    status(`${gpuNote} Ready. ${name} runs on ${where} in a Web Worker (${model.backend.reason}). Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
+    status(`${gpuNote} Ready. ${name} runs on ${where} in a Web Worker (${model.backend.reason}).${source === SOURCES.bundled ? fallbackNote : ""} Ask about the weather, the time, a calculation, a unit conversion, or your notes.`);
   } catch (e) {
     model?.close();
     agent = null;
@@ -113,13 +116,15 @@ async function ask(question) {
   }
 }
 
-// Offline: the service worker stores the app, the package and the bundled model on the first visit.
+// Offline: the service worker stores the app, the package and the models on the first visit (wisp-agent
+// where its base is served; always wisp-mini, the fallback).
 async function registerServiceWorker() {
   if (!("serviceWorker" in navigator)) return;
   try {
     await navigator.serviceWorker.register(new URL("sw.js", import.meta.url), { scope: new URL("../", import.meta.url).href });
     await navigator.serviceWorker.ready;
-    $("offline").textContent = "Stored for offline use: this page, the package and the bundled model work without a network.";
+    const agentStored = await caches.match(AGENT_BASE);
+    $("offline").textContent = `Stored for offline use: this page, the package and ${agentStored ? "both models (wisp-agent and wisp-mini)" : "wisp-mini"} work without a network.`;
   } catch (e) {
     $("offline").textContent = `Not available offline (${e.message}).`;
   }
@@ -143,12 +148,15 @@ async function main() {
   } catch (e) {
     gpuNote = `WebGPU is not available here (${e.message}); Wisp runs on the CPU.`;
   }
-  status(`${gpuNote} Loading the bundled model…`);
-  for (const [choice, file] of [["smollm2", SOURCES.smollm2], ["agent", AGENT_BASE]]) {
-    fetch(file, { method: "HEAD" }).then((r) => {
-      if (r.ok) $("model-choice").querySelector(`[value="${choice}"]`).disabled = false;
-    }).catch(() => {});
-  }
+  status(`${gpuNote} Looking for wisp-agent's base model…`);
+  // Offline, the service worker's store stands in for the server (it answers GETs only).
+  const served = async (file) =>
+    (await fetch(file, { method: "HEAD" }).catch(() => null))?.ok === true || (await globalThis.caches?.match(file)) !== undefined;
+  const [agentServed, smollm2Served] = await Promise.all([served(AGENT_BASE), served(SOURCES.smollm2)]);
+  $("model-choice").querySelector('[value="agent"]').disabled = !agentServed;
+  $("model-choice").querySelector('[value="smollm2"]').disabled = !smollm2Served;
+  $("model-choice").value = agentServed ? "agent" : "bundled";
+  if (!agentServed) fallbackNote = " wisp-agent's base model is not served here (bash tools/fetch-smollm2.sh gets it), so the tiny fallback runs: it knows only these six tools.";
   $("model-choice").addEventListener("change", () => ($("model-url").hidden = $("model-choice").value !== "url"));
   $("model-form").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -164,7 +172,7 @@ async function main() {
     }
   });
   $("stop").addEventListener("click", () => controller?.abort());
-  await load(SOURCES.bundled);
+  await load(agentServed ? SOURCES.agent : SOURCES.bundled);
 }
 
 main();

@@ -1,5 +1,6 @@
-// The demo's service worker: after one visit the app, the wasm package and the bundled model are stored,
-// so the demo works with no network. App files are network-first (a rebuilt pkg/ shows up at once, the
+// The demo's service worker: after one visit the app, the wasm package and the models are stored, so the
+// demo works with no network: wisp-agent (its manifest, adapter, template and 98 MB base) where the server
+// has its base, and wisp-mini, the fallback, always. App files are network-first (a rebuilt pkg/ shows up at once, the
 // cache is the fallback); model files go straight into the package's own model cache ("wisp-models-v1"),
 // which Model.load revalidates and falls back to offline, so they are stored once. Registered with scope "/" (the server
 // sends Service-Worker-Allowed), because the model's worker script lives in /pkg/, outside /www/, and a
@@ -8,7 +9,8 @@ const APP_CACHE = "wisp-demo-v1";
 const MODEL_CACHE = "wisp-models-v1";
 const ROOT = new URL("../", self.location.href);
 const APP = ["www/", "www/index.html", "www/app.js", "www/tools.js", "www/style.css", "www/manifest.webmanifest", "www/icon.svg"];
-const MODEL = "models/wisp-mini/manifest.json";
+const AGENT = "models/wisp-agent/manifest.json";
+const FALLBACK = "models/wisp-mini/manifest.json";
 
 async function fetchOk(url) {
   const response = await fetch(url, { cache: "no-cache" });
@@ -34,18 +36,25 @@ async function precacheApp() {
   await cache.addAll([...APP, ...pkg].map((path) => new URL(path, ROOT).href));
 }
 
-async function precacheModel() {
+async function precacheModel(path) {
   const cache = await caches.open(MODEL_CACHE);
-  const manifestUrl = new URL(MODEL, ROOT);
+  const manifestUrl = new URL(path, ROOT);
   const manifest = await (await fetchOk(manifestUrl)).clone().json();
-  const urls = [manifestUrl, ...Object.values(manifest.files).map((f) => new URL(f.path, manifestUrl))];
+  // `files.adapters` is a list; the other entries are single files.
+  const urls = [manifestUrl, ...Object.values(manifest.files).flat().map((f) => new URL(f.path, manifestUrl))];
   for (const url of urls) {
     if (!(await cache.match(url.href))) await cache.put(url.href, await fetchOk(url));
   }
 }
 
+// wisp-agent only where its base is served (the page then runs it; else it runs the fallback).
+async function precacheAgent() {
+  const base = await fetch(new URL("models/wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf", ROOT), { method: "HEAD" });
+  if (base.ok) await precacheModel(AGENT);
+}
+
 self.addEventListener("install", (event) => {
-  event.waitUntil(Promise.all([precacheApp(), precacheModel()]).then(() => self.skipWaiting()));
+  event.waitUntil(Promise.all([precacheApp(), precacheModel(FALLBACK), precacheAgent()]).then(() => self.skipWaiting()));
 });
 
 self.addEventListener("activate", (event) => {

@@ -1,13 +1,12 @@
 // Bundlers: a Vite app (tests/bundler/vite-app/) installs wisp-agent from the tarball `npm pack` makes of
 // the built package, `vite build` bundles it into a temp dir with no extra configuration, and the built app
 // runs an agent task in Chromium on the model that ships inside the package, on the page and in worker
-// mode (and, opt-in with WISP_SMOLLM2=1 after tools/fetch-smollm2.sh, on wisp-agent with the base served by
-// the app). Only the modules such an app can load are emitted (the main module, plain and relaxed); an app
+// mode, and on wisp-agent with the base (which the set-up fetched) served by the app. Only the modules such an app can load are emitted (the main module, plain and relaxed); an app
 // that imports "wisp-agent/threads" (tests/bundler/vite-app-threads/) also gets the threaded one, and runs
 // on 2 threads when isolated.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { access, cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -84,9 +83,7 @@ describe("bundlers: Vite", () => {
   });
 
   const base = join(ROOT, "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
-  const optIn = process.env.WISP_SMOLLM2 ? false : "set WISP_SMOLLM2=1 (after tools/fetch-smollm2.sh)";
-  test("the same app runs wisp-agent: the adapter from the package, the base served by the app", { skip: optIn }, async (t) => {
-    await access(base);
+  test("the same app runs wisp-agent: the adapter from the package, the base served by the app", async (t) => {
     await symlink(base, join(agentDist, "SmolLM2-135M-Instruct.Q4_1.gguf"));
     const page = await browser.newPage();
     await page.goto(`${server.url}/index.html?base=SmolLM2-135M-Instruct.Q4_1.gguf`);

@@ -78,6 +78,8 @@ const IMPORT_MAP = JSON.stringify({
     "wisp-agent": "/pkg/index.js",
     "wisp-agent/threads": "/pkg/threads.js",
     "wisp-agent/ai-sdk": "/pkg/ai-sdk.js",
+    "wisp-agent/models/wisp-agent": "/pkg/models/wisp-agent.js",
+    "wisp-agent/models/wisp-mini": "/pkg/models/wisp-mini.js",
     openai: "/node_modules/openai/index.mjs",
     ai: "/__deps/ai.js",
   },

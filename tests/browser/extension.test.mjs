@@ -1,5 +1,6 @@
 // The example MV3 extension (www/extension/, assembled by tools/build-extension.mjs): Chromium loads it
-// unpacked, its panel page runs the agent with the bundled model (in a worker started by the panel), and
+// unpacked, its panel page runs the agent (in a worker started by the panel) with wisp-agent, whose base
+// the build copies in (the set-up fetched it), or, built without that base, with the fallback wisp-mini;
 // its tool reads the active tab's title through chrome.tabs.
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -11,11 +12,16 @@ import { openBrowser } from "./harness.mjs";
 
 const TITLE = "Quarterly report 2026";
 
-describe("MV3 extension (www/extension/)", () => {
+for (const { agent, name, screenshot } of [
+  { agent: true, name: /^wisp-agent runs/, screenshot: true },
+  { agent: false, name: /^wisp-mini \(the tiny fallback: this extension was built without wisp-agent's base\) runs/ },
+]) describe(`MV3 extension (www/extension/), built ${agent ? "with wisp-agent's base" : "without wisp-agent's base"}`, () => {
   let browser;
   let dir;
   before(async () => {
-    dir = await buildExtension(join(await mkdtemp(join(tmpdir(), "wisp-extension-")), "extension"));
+    const built = await buildExtension(join(await mkdtemp(join(tmpdir(), "wisp-extension-")), "extension"), { agent });
+    dir = built.out;
+    assert.equal(built.agent, agent);
     browser = await openBrowser({ extension: dir });
   });
   after(async () => {
@@ -34,7 +40,10 @@ describe("MV3 extension (www/extension/)", () => {
     panel.on("console", (m) => consoleMessages.push(`${m.type()}: ${m.text()}`));
     await panel.goto(`chrome-extension://${id}/panel.html`);
     await panel.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
-    assert.match(await panel.locator("#status").textContent(), /^Ready\./);
+    const status = await panel.locator("#status").textContent();
+    t.diagnostic(status);
+    assert.match(status, /^Ready\. /);
+    assert.match(status.slice("Ready. ".length), name);
 
     // The panel's own tool function, as the agent calls it: the panel is a tab here, so it must skip itself.
     const read = await panel.evaluate(async () => (await import("./panel.js")).tabTitle[1]());
@@ -51,7 +60,7 @@ describe("MV3 extension (www/extension/)", () => {
     assert.match(trace, /^→ get_active_tab_title\(\{\}\)/);
     assert.ok(trace.includes(`"title":"${TITLE}"`), trace);
     assert.doesNotMatch(chat, /\(error /);
-    await panel.screenshot({ path: new URL("../../www/screenshots/extension.png", import.meta.url).pathname });
+    if (screenshot) await panel.screenshot({ path: new URL("../../www/screenshots/extension.png", import.meta.url).pathname });
     assert.deepEqual(consoleMessages.filter((m) => m.startsWith("pageerror") || m.includes("Content Security Policy")), []);
   });
 });

@@ -817,7 +817,7 @@ describe("hardening: the extension's CSP", () => {
   let browser;
   let dir;
   before(async () => {
-    dir = await buildExtension(join(await mkdtemp(join(tmpdir(), "wisp-extension-")), "extension"));
+    ({ out: dir } = await buildExtension(join(await mkdtemp(join(tmpdir(), "wisp-extension-")), "extension"), { agent: false }));
     // The probe goes into the test's copy of the extension: only the extension's own scripts may run there.
     await cp(new URL("csp-probe.js", import.meta.url), join(dir, "csp-probe.js"));
     browser = await openBrowser({ extension: dir });

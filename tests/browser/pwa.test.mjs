@@ -1,6 +1,6 @@
 // The demo as an offline PWA: after one visit (the service worker installed, its precache done), the
 // network is cut (Playwright's offline mode, and the server itself shut down) and the reloaded demo still
-// loads the bundled model and completes an agent task.
+// loads wisp-agent (base, adapter and all, from the service worker's store) and completes an agent task.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { openBrowser } from "./harness.mjs";
@@ -33,15 +33,17 @@ describe("offline PWA (www/sw.js)", () => {
     // Chromium runs relaxed SIMD: only those builds of the modules are stored.
     assert.ok(sw.app.includes("/pkg/wisp_core_relaxed_bg.wasm") && sw.app.includes("/pkg/wisp_core_mt_relaxed_bg.wasm"));
     assert.ok(!sw.app.includes("/pkg/wisp_core_bg.wasm") && !sw.app.includes("/pkg/wisp_core_mt_bg.wasm"));
-    assert.ok(sw.models.includes("/models/wisp-mini/model.safetensors"));
+    for (const file of ["wisp-mini/model.safetensors", "wisp-agent/manifest.json", "wisp-agent/adapter.gguf", "wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf"]) {
+      assert.ok(sw.models.includes(`/models/${file}`), file);
+    }
     await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
-    assert.match(await page.locator("#offline").textContent(), /^Stored for offline use/);
+    assert.match(await page.locator("#offline").textContent(), /^Stored for offline use: .*both models \(wisp-agent and wisp-mini\)/);
 
     await context.setOffline(true);
     await browser.stopServer();
     await page.reload();
     await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
-    assert.match(await page.locator("#status").textContent(), /Ready\./);
+    assert.match(await page.locator("#status").textContent(), /Ready\. wisp-agent runs on /);
     await page.fill("#question", "What's the weather in Paris?");
     await page.click("#send");
     await page.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });

@@ -1,4 +1,5 @@
-// End-to-end: the demo page in www/ as a visitor sees it, with the bundled model.
+// End-to-end: the demo page in www/ as a visitor sees it: with wisp-agent (the set-up fetched its base),
+// and with the fallback wisp-mini where the server has no base.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { openBrowser } from "./harness.mjs";
@@ -16,7 +17,8 @@ describe("demo page (www/)", () => {
     const { page, url, consoleMessages } = browser;
     await page.goto(`${url}/www/`);
     await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
-    assert.match(await page.locator("#status").textContent(), /^WebGPU: .* Ready\./);
+    assert.match(await page.locator("#status").textContent(), /^WebGPU: .* Ready\. wisp-agent runs on /);
+    assert.equal(await page.locator("#model-choice").inputValue(), "agent");
     await page.fill("#question", "What's the weather in Paris?");
     await page.click("#send");
     await page.locator("#chat li.tool").first().waitFor({ timeout: 120_000 });
@@ -62,6 +64,36 @@ describe("demo page (www/)", () => {
     await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
     assert.match(await page.locator("#status").textContent(), /^WebGPU is not available here \(.*navigator\.gpu is missing.*\); Wisp runs on the CPU\. Ready\./);
     await page.close();
+  });
+});
+
+describe("demo page where the server has no wisp-agent base", () => {
+  let browser;
+  before(async () => {
+    browser = await openBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test("it runs the fallback wisp-mini, says so, and answers", async (t) => {
+    const { page, url, consoleMessages } = browser;
+    // No service worker: its store would hold the base after one visit.
+    await page.addInitScript(() => delete Navigator.prototype.serviceWorker);
+    await page.route("**/*.Q4_1.gguf", (route) => route.fulfill({ status: 404 }));
+    await page.goto(`${url}/www/`);
+    await page.locator("#question:not([disabled])").waitFor({ timeout: 120_000 });
+    const status = await page.locator("#status").textContent();
+    t.diagnostic(status);
+    assert.match(status, /Ready\. wisp-mini runs on .* wisp-agent's base model is not served here \(bash tools\/fetch-smollm2\.sh gets it\), so the tiny fallback runs/);
+    assert.equal(await page.locator("#model-choice").inputValue(), "bundled");
+    assert.equal(await page.locator('#model-choice [value="agent"]').evaluate((o) => o.disabled), true);
+    await page.fill("#question", "What's the weather in Paris?");
+    await page.click("#send");
+    await page.locator("#chat li.tool").first().waitFor({ timeout: 120_000 });
+    await page.locator("#send:not([disabled])").waitFor({ timeout: 120_000 });
+    assert.match(await page.locator("#chat li.tool").first().textContent(), /^→ get_weather\(\{"city":".*"\}\)\n[←✗] /);
+    assert.deepEqual(consoleMessages.filter((m) => m.startsWith("pageerror")), []);
   });
 });
 

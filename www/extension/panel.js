@@ -2,6 +2,7 @@
 // workers cannot host it), and one tool that reads the active tab's title through chrome.tabs. Model text
 // is shown with textContent, never as HTML.
 import { createAgent } from "./pkg/index.js";
+import { WISP_AGENT_BASE, wispAgent } from "./pkg/models/wisp-agent.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -76,11 +77,29 @@ async function ask(agent, question) {
   }
 }
 
+// wisp-agent's base, where tools/build-extension.mjs found it to copy; else the panel runs wisp-mini.
+const BASE = new URL(`models/${WISP_AGENT_BASE.name}`, location.href);
+
+async function hasBase() {
+  try {
+    const response = await fetch(BASE);
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
 async function main() {
   let agent;
+  const agentModel = await hasBase();
+  const name = agentModel ? "wisp-agent" : "wisp-mini (the tiny fallback: this extension was built without wisp-agent's base)";
+  $("status").textContent = `Loading ${name}…`;
   try {
-    // No `model`: wisp-mini, from inside the package (pkg/models/).
     agent = await createAgent({
+      // wisp-agent's adapter ships in the package (pkg/models/), its base in models/; without `model`,
+      // createAgent loads wisp-mini from the package.
+      model: agentModel ? wispAgent({ base: BASE }) : undefined,
       worker: true,
       system: "You are a helpful assistant.",
       // The model ships inside the extension: no need for a second copy in the Cache API.
@@ -99,7 +118,7 @@ async function main() {
     return;
   }
   agent.tool(...tabTitle);
-  $("status").textContent = "Ready. The model runs in this panel; its tool reads the active tab's title.";
+  $("status").textContent = `Ready. ${name} runs in this panel; its tool reads the active tab's title.`;
   setBusy(false);
   $("ask").addEventListener("submit", (e) => {
     e.preventDefault();
