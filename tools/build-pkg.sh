@@ -5,9 +5,21 @@
 # where the engine validates relaxed SIMD. No wasm-opt: its -Oz made the CPU kernels 10-20% slower in
 # Chromium and the gzipped modules larger (docs/performance.md, "Package size"), and Debian's binaryen 108 cannot read
 # relaxed-SIMD opcodes.
+#     bash tools/build-pkg.sh [--if-changed]
+# --if-changed (npm run demo, ask, build): keeps pkg/ when it was built from the same inputs
+# (tools/pkg-inputs.sh), so that a second `npm run ask` starts in seconds instead of compiling our crate
+# four times again (minutes). `npm test` always builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Taken before building: a file changed during the build then makes the next --if-changed build again.
+inputs=$(bash tools/pkg-inputs.sh)
+stamp=target/pkg-inputs.sha256
+if [ "${1:-}" = "--if-changed" ] && [ -f pkg/files.json ] && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then
+  echo "pkg/: up to date (built from these inputs; tools/build-pkg.sh without --if-changed rebuilds it)"
+  exit 0
+fi
+rm -f "$stamp"
 rm -rf pkg
 # `glue NAME WASM`: pkg/NAME.js and pkg/NAME_bg.wasm, without the name and producers sections (size).
 glue() {
@@ -62,3 +74,5 @@ node -e 'const fs = require("fs"); const files = fs.readdirSync("pkg", { recursi
 for wasm in wisp_core_bg.wasm wisp_core_relaxed_bg.wasm wisp_core_mt_bg.wasm wisp_core_mt_relaxed_bg.wasm; do
   echo "pkg/: ${wasm} $(stat -c %s "pkg/${wasm}") bytes, $(gzip -9 -c "pkg/${wasm}" | wc -c) gzipped"
 done
+mkdir -p target
+echo "$inputs" >"$stamp"

@@ -9,15 +9,15 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 bash tools/setup.sh
 case "${1:-}" in
   build)
-    bash tools/build-pkg.sh
+    bash tools/build-pkg.sh --if-changed
     ;;
   ask)
     shift
-    bash tools/build-pkg.sh >&2
+    bash tools/build-pkg.sh --if-changed >&2
     exec node tools/ask.mjs "$@"
     ;;
   demo)
-    bash tools/build-pkg.sh
+    bash tools/build-pkg.sh --if-changed
     exec node tools/serve.mjs "${PORT:-8080}"
     ;;
   test)
