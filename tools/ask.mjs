@@ -8,11 +8,12 @@
 //   node tools/ask.mjs [--model <bundle manifest or .gguf, relative to the repo>] [--max-steps N] "question"
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { WISP_AGENT_BASE } from "../pkg-templates/models/wisp-agent.js";
 import { serve } from "./serve.mjs";
 
 const AGENT = "models/wisp-agent/manifest.json";
 const FALLBACK = "models/wisp-mini/manifest.json";
-const agentBase = new URL("../models/wisp-agent/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
+const agentBase = new URL(`../models/wisp-agent/${WISP_AGENT_BASE.name}`, import.meta.url);
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

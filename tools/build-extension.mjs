@@ -6,9 +6,10 @@
 import { cp, mkdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { WISP_AGENT_BASE } from "../pkg-templates/models/wisp-agent.js";
 
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
-const BASE = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const BASE = WISP_AGENT_BASE.name;
 
 /**
  * Writes the extension into `out` (replacing it) and resolves to its absolute path and whether it has

@@ -6,10 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 {
   # Regular files only: wisp-agent's 98 MB base is a link beside its manifest, and not part of pkg/.
-  find src pkg-templates .cargo models/wisp-mini models/wisp-agent -type f ! -name '*.gguf' -print0 |
-    sort -z | xargs -0 sha256sum
-  sha256sum Cargo.toml Cargo.lock tools/build-pkg.sh tools/nightly-toolchain LICENSE-MIT LICENSE-APACHE \
-    models/wisp-agent/adapter.gguf
+  find src pkg-templates .cargo models/wisp-mini models/wisp-agent -type f -print0 | sort -z | xargs -0 sha256sum
+  sha256sum Cargo.toml Cargo.lock tools/build-pkg.sh tools/nightly-toolchain LICENSE-MIT LICENSE-APACHE
   rustc --version
   cargo "+$(cat tools/nightly-toolchain)" --version
   wasm-bindgen --version
