@@ -330,7 +330,7 @@ fn two_bit(qs: &[u8], i: usize) -> i8 {
 
 /// `scales: [u8; 16], qs: [u8; 64], d: f16, dmin: f16`; each scale byte is a 4-bit scale (low) and a
 /// 4-bit min (high).
-pub(crate) fn q2_k(b: &[u8]) -> K16 {
+fn q2_k(b: &[u8]) -> K16 {
     K16 {
         d: f16_at(b, 80),
         dmin: f16_at(b, 82),
@@ -343,22 +343,26 @@ pub(crate) fn q2_k(b: &[u8]) -> K16 {
 /// `hmask: [u8; 32], qs: [u8; 64], scales: [u8; 12], d: f16`: weight `i` is its two bits in `qs` minus 4
 /// unless bit `i / 32` of `hmask[i % 32]` is set; scale `s` is six bits, the low four a nibble of
 /// `scales[s % 8]` (high nibble from 8 on), the high two bits `2(s / 4)..` of `scales[8 + s % 4]`, minus 32.
-pub(crate) fn q3_k(b: &[u8]) -> K16 {
-    let s = &b[96..108];
+fn q3_k(b: &[u8]) -> K16 {
     K16 {
         d: f16_at(b, 108),
         dmin: 0.0,
-        scales: std::array::from_fn(|k| {
-            let low = (s[k % 8] >> (4 * (k / 8))) & 0x0F;
-            let high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
-            (low | (high << 4)) as i8 - 32
-        }),
+        scales: q3_k_scales(&b[96..108]),
         mins: [0; 16],
         q: std::array::from_fn(|i| {
             let high = (b[i % 32] >> (i / 32)) & 1;
             two_bit(&b[32..96], i) - if high == 1 { 0 } else { 4 }
         }),
     }
+}
+
+/// Q3_K's sixteen scales from their 12 packed bytes (see [`q3_k`]).
+pub(crate) fn q3_k_scales(s: &[u8]) -> [i8; 16] {
+    std::array::from_fn(|k| {
+        let low = (s[k % 8] >> (4 * (k / 8))) & 0x0F;
+        let high = (s[8 + k % 4] >> (2 * (k / 4))) & 3;
+        (low | (high << 4)) as i8 - 32
+    })
 }
 
 /// `ql: [u8; 128], qh: [u8; 64], scales: [i8; 16], d: f16`; element `i = 128h + 32k + l` takes nibble

@@ -1,5 +1,6 @@
 //! Activation rows as the quantized kernels read them: each block of `QK` values as i16 with one f32
-//! scale (its largest magnitude maps to 32767), plus the block's f32 sum for the weights' offset terms.
+//! scale (its largest magnitude maps to 32767), plus the block's f32 sum for the weights' offset terms and
+//! the integer sums of its two halves' codes for the per-half offsets of Q2_K.
 //!
 //! With i16 activations a block's dot product is exact integer arithmetic (wasm's `i32x4.dot_i16x8_s`:
 //! 8 multiply-adds per instruction, against 4 multiplies and 4 adds in f32), and only one scaling per
@@ -18,14 +19,17 @@ pub(crate) struct QuantizedRows {
     codes: Vec<i16>,
     scales: Vec<f32>,
     sums: Vec<f32>,
+    half_sums: Vec<i32>,
 }
 
-/// One row of [`QuantizedRows`]: block `b` is `codes[b * QK..][..QK] * scales[b]`, summing to `sums[b]`.
+/// One row of [`QuantizedRows`]: block `b` is `codes[b * QK..][..QK] * scales[b]`, summing to `sums[b]`;
+/// `half_sums[2 b + h]` is the sum of the codes of its half `h` (at most 16 * 32767 in magnitude).
 #[derive(Clone, Copy)]
 pub(crate) struct QuantizedRow<'a> {
     pub codes: &'a [i16],
     pub scales: &'a [f32],
     pub sums: &'a [f32],
+    pub half_sums: &'a [i32],
 }
 
 impl QuantizedRows {
@@ -39,6 +43,7 @@ impl QuantizedRows {
             codes: Vec::with_capacity(x.len()),
             scales: Vec::with_capacity(blocks),
             sums: Vec::with_capacity(blocks),
+            half_sums: Vec::new(),
         };
         for block in x.chunks_exact(QK) {
             let max = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
@@ -55,6 +60,11 @@ impl QuantizedRows {
             rows.scales.push(scale);
             rows.sums.push(block.iter().sum());
         }
+        rows.half_sums = rows
+            .codes
+            .chunks_exact(QK / 2)
+            .map(|half| half.iter().map(|&c| i32::from(c)).sum())
+            .collect();
         rows
     }
 
@@ -69,6 +79,7 @@ impl QuantizedRows {
             codes: &self.codes[t * self.cols..(t + 1) * self.cols],
             scales: &self.scales[t * blocks..(t + 1) * blocks],
             sums: &self.sums[t * blocks..(t + 1) * blocks],
+            half_sums: &self.half_sums[2 * t * blocks..2 * (t + 1) * blocks],
         }
     }
 }

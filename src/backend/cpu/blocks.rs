@@ -11,26 +11,41 @@
 //!   integer kernel instead of an f32 copy (32 bits).
 //! - BytesMin (from Q5_1, Q5_K): 32 weights `n d + m`, `n` in 0..32, as `d: f32, m: f32, qs: [i8; 32]`;
 //!   Nibbles' form with 5-bit `n` (each Q5_K sub-block as Q4_K's).
-//! - Halves (from Q6_K, Q3_K): 32 weights as two sub-blocks of 16, `q d sc[h]`, as `d: f32, sc: [i8; 2],
+//! - Halves (from Q6_K): 32 weights as two sub-blocks of 16, `q d sc[h]`, as `d: f32, sc: [i8; 2],
 //!   qs: [i8; 32]`. Q6_K's `q` (-32..32) times its i8 scale needs 13 bits, so the scale stays a
-//!   separate integer that the kernels multiply in i16 once per block (`dot::scaled_halves`). Q3_K's
-//!   scales are `sc - 32`, its `q` in -4..4.
-//! - HalvesMin (from Q2_K): Halves with a per-half min, `q d sc[h] + m mn[h]`, as `d: f32, m: f32,
-//!   sc: [i8; 2], mn: [i8; 2], qs: [i8; 32]`, with `m = -dmin`; the min term is the integer sum of each
-//!   half's activation codes times `mn[h]`.
+//!   separate integer that the kernels multiply in i16 once per block (`dot::scaled_halves`).
+//! - TwoBit (from Q2_K) and ThreeBit (from Q3_K): the file's super-blocks of 256 weights with their bit
+//!   fields as the file has them (1.05x its bytes: a byte a weight was 4.2x and 2.8x, and these types
+//!   are taken for the models that would not fit otherwise); only the f16 scales become f32 and Q3_K's
+//!   packed 6-bit scales become bytes. Block `k` (0..8) of a super-block is the 32 weights
+//!   `(qs[32 (k / 4) + l] >> 2 (k % 4)) & 3`, `l` in 0..32, half `h = l / 16` with scale `2 k + h`:
+//!   - TwoBit: `d: f32, m: f32, scales: [u8; 16], qs: [u8; 64]`, w = q d sc + m mn, `sc` and `mn` the
+//!     low and high nibbles of `scales[2 k + h]` and `m = -dmin`;
+//!   - ThreeBit: `d: f32, sc: [i8; 16], hmask: [u8; 32], qs: [u8; 64]`, w = (q - 4 [bit k of hmask[l]
+//!     clear]) d sc, the scales `sc - 32`.
 
 use super::dot::QK;
 use crate::weights::quant::{
-    f16_at, five_bit, iq4_block, iq4_xs_scales, k_scales, q2_k, q3_k, q5_k_sub, q6_k, GgmlType, K16,
+    f16_at, five_bit, iq4_block, iq4_xs_scales, k_scales, q3_k_scales, q5_k_sub, q6_k, GgmlType,
+    K16,
 };
 
 pub(crate) const NIBBLES_BYTES: usize = 24;
 pub(crate) const BYTES_BYTES: usize = 36;
 pub(crate) const BYTES_MIN_BYTES: usize = 40;
 pub(crate) const HALVES_BYTES: usize = 38;
-pub(crate) const HALVES_MIN_BYTES: usize = 44;
-/// Elements per half of a Halves block (a 16-weight K-quant sub-block).
+pub(crate) const TWO_BIT_BYTES: usize = 88;
+pub(crate) const THREE_BIT_BYTES: usize = 116;
+/// Elements per half of a block (a 16-weight K-quant sub-block).
 pub(crate) const HALF: usize = QK / 2;
+/// Weights per super-block of the TwoBit and ThreeBit layouts (and of every K-quant).
+pub(crate) const SUPER: usize = 256;
+/// Where the fields of the TwoBit and ThreeBit layouts start.
+pub(crate) const TWO_BIT_SCALES: usize = 8;
+pub(crate) const TWO_BIT_QS: usize = 24;
+pub(crate) const THREE_BIT_SCALES: usize = 4;
+pub(crate) const THREE_BIT_HMASK: usize = 20;
+pub(crate) const THREE_BIT_QS: usize = 52;
 
 /// The kernel layout of a block.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,7 +54,8 @@ pub(crate) enum Layout {
     Bytes,
     BytesMin,
     Halves,
-    HalvesMin,
+    TwoBit,
+    ThreeBit,
 }
 
 impl Layout {
@@ -51,33 +67,50 @@ impl Layout {
                 Some(Layout::Bytes)
             }
             GgmlType::Q5_1 | GgmlType::Q5_K => Some(Layout::BytesMin),
-            GgmlType::Q6_K | GgmlType::Q3_K => Some(Layout::Halves),
-            GgmlType::Q2_K => Some(Layout::HalvesMin),
+            GgmlType::Q6_K => Some(Layout::Halves),
+            GgmlType::Q3_K => Some(Layout::ThreeBit),
+            GgmlType::Q2_K => Some(Layout::TwoBit),
             _ => None,
         }
     }
 
-    pub fn block_bytes(self) -> usize {
+    /// Weights per unit of the layout: a block of 32, or a super-block of 256.
+    pub fn unit_len(self) -> usize {
+        match self {
+            Layout::TwoBit | Layout::ThreeBit => SUPER,
+            _ => QK,
+        }
+    }
+
+    /// Bytes per unit of the layout.
+    pub fn unit_bytes(self) -> usize {
         match self {
             Layout::Nibbles => NIBBLES_BYTES,
             Layout::Bytes => BYTES_BYTES,
             Layout::BytesMin => BYTES_MIN_BYTES,
             Layout::Halves => HALVES_BYTES,
-            Layout::HalvesMin => HALVES_MIN_BYTES,
+            Layout::TwoBit => TWO_BIT_BYTES,
+            Layout::ThreeBit => THREE_BIT_BYTES,
         }
     }
 
-    /// Where the 32 integer weights of a block start.
+    /// Bytes of a row of `cols` weights (a multiple of `unit_len`).
+    pub fn row_bytes(self, cols: usize) -> usize {
+        cols / self.unit_len() * self.unit_bytes()
+    }
+
+    /// Where a block's 32 integer weights start (TwoBit's and ThreeBit's: their 2-bit fields, `qs`).
     pub fn qs_at(self) -> usize {
         match self {
             Layout::Nibbles | Layout::BytesMin => 8,
             Layout::Bytes => 4,
             Layout::Halves => 6,
-            Layout::HalvesMin => 12,
+            Layout::TwoBit => TWO_BIT_QS,
+            Layout::ThreeBit => THREE_BIT_QS,
         }
     }
 
-    /// The 32 weights of block `b` as f32: an embedding row.
+    /// The `unit_len` weights of the unit `b` as f32: an embedding row.
     pub fn dequantize(self, b: &[u8], out: &mut [f32]) {
         let d = f32_at(b, 0);
         match self {
@@ -100,33 +133,71 @@ impl Layout {
                     *o = f32::from(q as i8) * d + m;
                 }
             }
-            Layout::Halves | Layout::HalvesMin => {
+            Layout::Halves => {
                 let qs = &b[self.qs_at()..self.qs_at() + QK];
                 for (h, (o, q)) in out
                     .chunks_exact_mut(HALF)
                     .zip(qs.chunks_exact(HALF))
                     .enumerate()
                 {
-                    let (dl, ml) = self.half_scales(b, h);
+                    let (dl, _) = self.half_scales(b, 0, h);
                     for (o, &q) in o.iter_mut().zip(q) {
-                        let v = dl * f32::from(q as i8);
-                        *o = ml.map_or(v, |ml| v + ml);
+                        *o = dl * f32::from(q as i8);
+                    }
+                }
+            }
+            Layout::TwoBit | Layout::ThreeBit => {
+                for (k, block) in out.chunks_exact_mut(QK).enumerate() {
+                    let q = self.low_bits(b, k);
+                    for (h, (o, q)) in block
+                        .chunks_exact_mut(HALF)
+                        .zip(q.chunks_exact(HALF))
+                        .enumerate()
+                    {
+                        let (dl, ml) = self.half_scales(b, k, h);
+                        for (o, &q) in o.iter_mut().zip(q) {
+                            let v = dl * f32::from(q);
+                            *o = ml.map_or(v, |ml| v + ml);
+                        }
                     }
                 }
             }
         }
     }
 
-    /// A Halves block's scale `d sc[h]` of half `h`, and its offset `m mn[h]` when it has mins.
-    pub fn half_scales(self, b: &[u8], h: usize) -> (f32, Option<f32>) {
+    /// The scale `d sc` of half `h` of block `k` (`k` 0 in a Halves block), and its offset `m mn` when
+    /// the layout has mins.
+    pub fn half_scales(self, b: &[u8], k: usize, h: usize) -> (f32, Option<f32>) {
         let d = f32_at(b, 0);
+        let (sc, mn) = self.half_integers(b, k, h);
+        let m = (self == Layout::TwoBit).then(|| f32_at(b, 4) * mn as f32);
+        (d * f32::from(sc), m)
+    }
+
+    /// The integer scale and min of half `h` of block `k` (the min 0 where the layout has none).
+    pub fn half_integers(self, b: &[u8], k: usize, h: usize) -> (i16, i32) {
         match self {
-            Layout::HalvesMin => (
-                d * f32::from(b[8 + h] as i8),
-                Some(f32_at(b, 4) * f32::from(b[10 + h] as i8)),
-            ),
-            _ => (d * f32::from(b[4 + h] as i8), None),
+            Layout::TwoBit => {
+                let v = b[TWO_BIT_SCALES + 2 * k + h];
+                (i16::from(v & 0x0F), i32::from(v >> 4))
+            }
+            Layout::ThreeBit => (i16::from(b[THREE_BIT_SCALES + 2 * k + h] as i8), 0),
+            _ => (i16::from(b[4 + h] as i8), 0),
         }
+    }
+
+    /// The 32 unscaled integer weights of block `k` of a TwoBit or ThreeBit super-block `b`: Q2_K's
+    /// 0..4, Q3_K's -4..4.
+    pub fn low_bits(self, b: &[u8], k: usize) -> [i8; QK] {
+        let qs = &b[self.qs_at() + QK * (k / 4)..self.qs_at() + QK * (k / 4) + QK];
+        let shift = 2 * (k % 4);
+        std::array::from_fn(|l| {
+            let q = ((qs[l] >> shift) & 3) as i8;
+            match self {
+                Layout::ThreeBit if (b[THREE_BIT_HMASK + l] >> k) & 1 == 0 => q - 4,
+                _ => q,
+            }
+        })
     }
 }
 
@@ -187,9 +258,17 @@ pub(crate) fn convert_into(ty: GgmlType, data: &[u8], out: &mut Vec<u8>) {
                     push_bytes_min(out, dl, -ml, &q5_k_sub(b, sub));
                 }
             }
-            GgmlType::Q6_K => push_halves(out, &q6_k(b), false),
-            GgmlType::Q3_K => push_halves(out, &q3_k(b), false),
-            GgmlType::Q2_K => push_halves(out, &q2_k(b), true),
+            GgmlType::Q6_K => push_halves(out, &q6_k(b)),
+            GgmlType::Q3_K => {
+                out.extend(f16_at(b, 108).to_le_bytes());
+                out.extend(q3_k_scales(&b[96..108]).map(|s| s as u8));
+                out.extend_from_slice(&b[0..96]);
+            }
+            GgmlType::Q2_K => {
+                out.extend(f16_at(b, 80).to_le_bytes());
+                out.extend((-f16_at(b, 82)).to_le_bytes());
+                out.extend_from_slice(&b[0..80]);
+            }
             _ => return,
         }
     }
@@ -201,20 +280,11 @@ fn push_bytes_min(out: &mut Vec<u8>, d: f32, m: f32, q: &[u8; QK]) {
     out.extend_from_slice(q);
 }
 
-/// A 16-weight K-quant super-block as eight Halves (or HalvesMin) blocks.
-fn push_halves(out: &mut Vec<u8>, k: &K16, min: bool) {
+/// A 16-weight K-quant super-block as eight Halves blocks.
+fn push_halves(out: &mut Vec<u8>, k: &K16) {
     for sub in 0..8 {
         out.extend(k.d.to_le_bytes());
-        let (sc, mn) = (
-            &k.scales[2 * sub..2 * sub + 2],
-            &k.mins[2 * sub..2 * sub + 2],
-        );
-        if min {
-            out.extend((-k.dmin).to_le_bytes());
-            out.extend(sc.iter().chain(mn).map(|&v| v as u8));
-        } else {
-            out.extend(sc.iter().map(|&v| v as u8));
-        }
+        out.extend(k.scales[2 * sub..2 * sub + 2].iter().map(|&v| v as u8));
         out.extend(k.q[QK * sub..QK * (sub + 1)].iter().map(|&q| q as u8));
     }
 }

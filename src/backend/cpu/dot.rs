@@ -15,8 +15,8 @@
 
 use super::activations::QuantizedRow;
 use super::blocks::{
-    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, HALVES_MIN_BYTES,
-    NIBBLES_BYTES,
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, NIBBLES_BYTES,
+    THREE_BIT_BYTES, TWO_BIT_BYTES,
 };
 use super::layer::exp;
 
@@ -121,12 +121,12 @@ pub(crate) fn softmax(x: &mut [f32]) {
     }
 }
 
-/// A weight row in a kernel layout as f32, block by block (`Layout::dequantize`): embedding rows and
+/// A weight row in a kernel layout as f32, unit by unit (`Layout::dequantize`): embedding rows and
 /// prefill panels (`Matrix::row`).
 pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
     for (b, o) in w
-        .chunks_exact(layout.block_bytes())
-        .zip(out.chunks_exact_mut(QK))
+        .chunks_exact(layout.unit_bytes())
+        .zip(out.chunks_exact_mut(layout.unit_len()))
     {
         layout.dequantize(b, o);
     }
@@ -241,7 +241,7 @@ pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32
     })
 }
 
-/// Halves layout (Q6_K, Q3_K): w = q d sc[h], as the integer weights `q sc[h]` (`scaled_halves`) and `d`.
+/// Halves layout (Q6_K): w = q d sc[h], as the integer weights `q sc[h]` (`scaled_halves`) and `d`.
 pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
     blocks(w, xs, HALVES_BYTES, |b, n| {
         scaled_halves(b, 4, 6, n);
@@ -265,23 +265,49 @@ fn scaled_halves(b: &[u8], sc_at: usize, at: usize, n: &mut [i16; QK]) {
     }
 }
 
-/// HalvesMin layout (Q2_K): w = q d sc[h] + m mn[h]. The min term is `m` times the codes' sums per half
-/// weighted by `mn[h]`, an integer below 2^24 (`2 * 16 * 15 * 32767`, the mins being 4 bits), so exact in
+/// TwoBit layout (Q2_K): block `k` of each super-block is `q sc` (`Layout::low_bits` times the half's
+/// 4-bit scale, at most 45) times `d`, plus `m` times the half's 4-bit min times the sum of the half's
+/// activation codes: an integer of at most `2 * 15 * 16 * 32767` in magnitude, below 2^24, so exact in
 /// f32 too.
-pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+pub(crate) fn two_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    super_blocks(w, xs, Layout::TwoBit, TWO_BIT_BYTES)
+}
+
+/// ThreeBit layout (Q3_K): block `k` of each super-block is `q sc` (at most 4 * 32) times `d`.
+pub(crate) fn three_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    super_blocks(w, xs, Layout::ThreeBit, THREE_BIT_BYTES)
+}
+
+/// The super-blocks of `w` (TwoBit or ThreeBit, `unit` bytes each) times each row of `xs`: each block's
+/// integer weights made once for all `N` rows.
+fn super_blocks<const N: usize>(
+    w: &[u8],
+    xs: [QuantizedRow; N],
+    layout: Layout,
+    unit: usize,
+) -> [f32; N] {
     let mut acc = [Acc::ZERO; N];
     let mut n = [0i16; QK];
-    for (b, block) in w.chunks_exact(HALVES_MIN_BYTES).enumerate() {
-        scaled_halves(block, 8, 12, &mut n);
-        let mn = [block[10] as i8, block[11] as i8].map(i32::from);
-        let (d, m) = (f32_at(block, 0), f32_at(block, 4));
-        for (a, x) in acc.iter_mut().zip(&xs) {
-            let codes = &x.codes[b * QK..(b + 1) * QK];
-            a.add_lanes(lane_sums(&n, codes), d * x.scales[b]);
-            let (lo, hi) = codes.split_at(HALF);
-            let sum = |c: &[i16]| c.iter().map(|&v| i32::from(v)).sum::<i32>();
-            let t = mn[0] * sum(lo) + mn[1] * sum(hi);
-            a.offset += t as f32 * (m * x.scales[b]);
+    for (s, sb) in w.chunks_exact(unit).enumerate() {
+        let d = f32_at(sb, 0);
+        let m = (layout == Layout::TwoBit).then(|| f32_at(sb, 4));
+        for k in 0..8 {
+            let b = 8 * s + k;
+            let q = layout.low_bits(sb, k);
+            let [(sc0, mn0), (sc1, mn1)] = [0, 1].map(|h| layout.half_integers(sb, k, h));
+            for (l, o) in n.iter_mut().enumerate() {
+                *o = i16::from(q[l]) * if l < HALF { sc0 } else { sc1 };
+            }
+            for (a, x) in acc.iter_mut().zip(&xs) {
+                a.add_lanes(
+                    lane_sums(&n, &x.codes[b * QK..(b + 1) * QK]),
+                    d * x.scales[b],
+                );
+                if let Some(m) = m {
+                    let t = mn0 * x.half_sums[2 * b] + mn1 * x.half_sums[2 * b + 1];
+                    a.offset += t as f32 * (m * x.scales[b]);
+                }
+            }
         }
     }
     acc.map(Acc::total)

@@ -12,7 +12,9 @@ use core::arch::wasm32::*;
 
 use super::activations::QuantizedRow;
 use super::blocks::{
-    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALVES_BYTES, HALVES_MIN_BYTES, NIBBLES_BYTES,
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, NIBBLES_BYTES,
+    THREE_BIT_BYTES, THREE_BIT_HMASK, THREE_BIT_QS, THREE_BIT_SCALES, TWO_BIT_BYTES, TWO_BIT_QS,
+    TWO_BIT_SCALES,
 };
 use super::dot::{tail_dot, QK};
 
@@ -322,40 +324,114 @@ fn exp4(x: v128) -> v128 {
 }
 
 /// A weight row in a kernel layout as f32, as `dot::dequantize_row` (`n d + m` per weight, the same
-/// roundings; the Halves layouts with each half's `d sc[h]` and `m mn[h]`).
+/// roundings; the Halves, TwoBit and ThreeBit layouts with each half's `d sc` and `m mn`).
 pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
     let mask = u8x16_splat(0x0F);
-    for (b, o) in w
-        .chunks_exact(layout.block_bytes())
-        .zip(out.chunks_exact_mut(QK))
+    for (u, o) in w
+        .chunks_exact(layout.unit_bytes())
+        .zip(out.chunks_exact_mut(layout.unit_len()))
     {
-        let (d, at) = (f32_at(b, 0), layout.qs_at());
-        // Eight i16x8 halves in element order, widened to i32x4 quarters below.
-        let n = match layout {
+        let d = f32_at(u, 0);
+        // Block `k` of the unit (its 32 integer weights `n` as four i16x8) into `o`.
+        let put = |k: usize, n: [v128; 4], o: &mut [f32]| {
+            // The scale and offset of each sub-block of 16.
+            let scales = match layout {
+                Layout::Nibbles | Layout::BytesMin => [(d, Some(f32_at(u, 4))); 2],
+                Layout::Bytes => [(d, None); 2],
+                Layout::Halves | Layout::TwoBit | Layout::ThreeBit => {
+                    [0, 1].map(|h| layout.half_scales(u, k, h))
+                }
+            };
+            for (i, half) in n.into_iter().enumerate() {
+                let (d, m) = scales[i / 2];
+                let (d, m) = (f32x4_splat(d), m.map(|m| f32x4_splat(m)));
+                for (j, quarter) in [i32x4_extend_low_i16x8(half), i32x4_extend_high_i16x8(half)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let scaled = f32x4_mul(f32x4_convert_i32x4(quarter), d);
+                    let v = m.map_or(scaled, |m| f32x4_add(scaled, m));
+                    store(&mut o[8 * i + 4 * j..8 * i + 4 * j + 4], v);
+                }
+            }
+        };
+        let at = layout.qs_at();
+        match layout {
+            Layout::TwoBit => {
+                LowBits::<false>::new(u).each(|k, n| put(k, n, &mut o[QK * k..QK * (k + 1)]))
+            }
+            Layout::ThreeBit => {
+                LowBits::<true>::new(u).each(|k, n| put(k, n, &mut o[QK * k..QK * (k + 1)]))
+            }
             Layout::Nibbles => {
-                let qs = load(b, at);
-                join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4)))
+                let qs = load(u, at);
+                put(
+                    0,
+                    join(widen_u8(v128_and(qs, mask)), widen_u8(u8x16_shr(qs, 4))),
+                    o,
+                );
             }
-            _ => join(widen_i8(load(b, at)), widen_i8(load(b, at + 16))),
-        };
-        // The scale and offset of each sub-block of 16.
-        let scales = match layout {
-            Layout::Nibbles | Layout::BytesMin => [(d, Some(f32_at(b, 4))); 2],
-            Layout::Bytes => [(d, None); 2],
-            Layout::Halves | Layout::HalvesMin => [0, 1].map(|h| layout.half_scales(b, h)),
-        };
-        for (i, half) in n.into_iter().enumerate() {
-            let (d, m) = scales[i / 2];
-            let (d, m) = (f32x4_splat(d), m.map(|m| f32x4_splat(m)));
-            for (j, quarter) in [i32x4_extend_low_i16x8(half), i32x4_extend_high_i16x8(half)]
-                .into_iter()
-                .enumerate()
-            {
-                let scaled = f32x4_mul(f32x4_convert_i32x4(quarter), d);
-                let v = m.map_or(scaled, |m| f32x4_add(scaled, m));
-                store(&mut o[8 * i + 4 * j..8 * i + 4 * j + 4], v);
-            }
+            _ => put(
+                0,
+                join(widen_i8(load(u, at)), widen_i8(load(u, at + 16))),
+                o,
+            ),
         }
+    }
+}
+
+/// The bit fields of a TwoBit (`THREE` false) or ThreeBit super-block in v128s, loaded once for its
+/// eight blocks.
+struct LowBits<const THREE: bool> {
+    /// `qs` in four v128: bytes `32 (k / 4) + 16 h..` hold half `h` of block `k`.
+    qs: [v128; 4],
+    /// ThreeBit's `hmask`, the two halves.
+    hmask: [v128; 2],
+}
+
+impl<const THREE: bool> LowBits<THREE> {
+    fn new(u: &[u8]) -> Self {
+        let at = if THREE { THREE_BIT_QS } else { TWO_BIT_QS };
+        LowBits {
+            qs: [0, 1, 2, 3].map(|i| load(u, at + 16 * i)),
+            hmask: if THREE {
+                [load(u, THREE_BIT_HMASK), load(u, THREE_BIT_HMASK + HALF)]
+            } else {
+                [i8x16_splat(0); 2]
+            },
+        }
+    }
+
+    /// The 32 unscaled weights of block `K` as four i16x8, as `Layout::low_bits`: two bits shifted
+    /// down, and for ThreeBit 4 taken off where bit `K` of `hmask` is clear. `K` a constant, so that the
+    /// shifts and masks are immediates (a variable byte shift is several instructions in V8).
+    #[inline(always)]
+    fn block<const K: usize>(&self) -> [v128; 4] {
+        let halves = [0, 1].map(|h| {
+            let q = v128_and(
+                u8x16_shr(self.qs[2 * (K / 4) + h], 2 * (K % 4) as u32),
+                u8x16_splat(3),
+            );
+            if THREE {
+                let clear = i8x16_eq(v128_and(self.hmask[h], u8x16_splat(1 << K)), i8x16_splat(0));
+                i8x16_sub(q, v128_and(clear, i8x16_splat(4)))
+            } else {
+                q
+            }
+        });
+        join(widen_i8(halves[0]), widen_i8(halves[1]))
+    }
+
+    /// `f(k, block k)` for the eight blocks in order, each `K` a constant.
+    fn each(&self, mut f: impl FnMut(usize, [v128; 4])) {
+        f(0, self.block::<0>());
+        f(1, self.block::<1>());
+        f(2, self.block::<2>());
+        f(3, self.block::<3>());
+        f(4, self.block::<4>());
+        f(5, self.block::<5>());
+        f(6, self.block::<6>());
+        f(7, self.block::<7>());
     }
 }
 
@@ -407,40 +483,105 @@ fn scaled_halves(b: &[u8], sc_at: usize, at: usize) -> [v128; 4] {
     ]
 }
 
-/// As `dot::halves_min`: the min term from the codes dotted with each half's `mn` (`i16x8` splats), summed
-/// across lanes.
-pub(crate) fn halves_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    let (w, _) = w.as_chunks::<HALVES_MIN_BYTES>();
-    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
-    // As in `blocks`: checked once so that the loop needs no checks.
-    assert!(xs
-        .iter()
-        .zip(&codes)
-        .all(|(x, c)| c.len() >= w.len() && x.scales.len() >= w.len()));
-    let mut acc = [Acc::zero(); N];
-    for (b, block) in w.iter().enumerate() {
-        let n = scaled_halves(block, 8, 12);
-        let mins = [0, 1].map(|h| i16x8_splat(i16::from(block[10 + h] as i8)));
-        let (d, m) = (f32_at(block, 0), f32_at(block, 4));
-        for ((a, x), c) in acc.iter_mut().zip(&xs).zip(&codes) {
-            let c = &c[b];
-            let cv = [load(c, 0), load(c, 8), load(c, 16), load(c, 24)];
-            // No offset here (`m` is 0); the min term follows.
-            a.add(&n, d, 0.0, c, x.scales[b], 0.0);
-            let t = i32x4_add(
-                i32x4_add(
-                    i32x4_dot_i16x8(mins[0], cv[0]),
-                    i32x4_dot_i16x8(mins[0], cv[1]),
-                ),
-                i32x4_add(
-                    i32x4_dot_i16x8(mins[1], cv[2]),
-                    i32x4_dot_i16x8(mins[1], cv[3]),
-                ),
-            );
-            let t = (i32x4_extract_lane::<0>(t) + i32x4_extract_lane::<1>(t))
-                + (i32x4_extract_lane::<2>(t) + i32x4_extract_lane::<3>(t));
-            a.offset += t as f32 * (m * x.scales[b]);
+/// As `dot::two_bit`.
+pub(crate) fn two_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    super_blocks::<false, N, TWO_BIT_BYTES>(w, xs)
+}
+
+/// As `dot::three_bit`.
+pub(crate) fn three_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    super_blocks::<true, N, THREE_BIT_BYTES>(w, xs)
+}
+
+/// A row's activations for one super-block: its eight blocks of codes, their scales and half sums, as
+/// arrays (checked once per super-block, so that the blocks' reads need no checks).
+struct SuperRow<'a> {
+    codes: &'a [[i16; QK]; 8],
+    scales: &'a [f32; 8],
+    half_sums: &'a [i32; 16],
+}
+
+impl<'a> SuperRow<'a> {
+    /// Super-block `s` of `x`, which holds at least `s + 1` super-blocks (asserted by the caller).
+    fn new(x: QuantizedRow<'a>, codes: &'a [[i16; QK]], s: usize) -> Self {
+        let part = "a row holds every super-block of the weight row";
+        SuperRow {
+            codes: codes[8 * s..8 * s + 8].try_into().expect(part),
+            scales: x.scales[8 * s..8 * s + 8].try_into().expect(part),
+            half_sums: x.half_sums[16 * s..16 * s + 16].try_into().expect(part),
         }
     }
+}
+
+/// As `dot::super_blocks`, for TwoBit (`THREE` false) or ThreeBit super-blocks of `B` bytes.
+fn super_blocks<const THREE: bool, const N: usize, const B: usize>(
+    w: &[u8],
+    xs: [QuantizedRow; N],
+) -> [f32; N] {
+    let (w, _) = w.as_chunks::<B>();
+    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
+    let blocks = 8 * w.len();
+    assert!(xs.iter().zip(&codes).all(|(x, c)| c.len() >= blocks
+        && x.scales.len() >= blocks
+        && x.half_sums.len() >= 2 * blocks));
+    let mut acc = [Acc::zero(); N];
+    for (s, sb) in w.iter().enumerate() {
+        let rows: [SuperRow; N] = std::array::from_fn(|t| SuperRow::new(xs[t], codes[t], s));
+        let step = Step {
+            sb,
+            bits: LowBits::<THREE>::new(sb),
+            d: f32_at(sb, 0),
+            m: if THREE { 0.0 } else { f32_at(sb, 4) },
+            rows: &rows,
+        };
+        step.block::<0>(&mut acc);
+        step.block::<1>(&mut acc);
+        step.block::<2>(&mut acc);
+        step.block::<3>(&mut acc);
+        step.block::<4>(&mut acc);
+        step.block::<5>(&mut acc);
+        step.block::<6>(&mut acc);
+        step.block::<7>(&mut acc);
+    }
     acc.map(Acc::total)
+}
+
+/// One super-block of `super_blocks`: its bytes and bit fields, `d`, TwoBit's `m`, and the rows'
+/// activations.
+struct Step<'a, const THREE: bool, const B: usize, const N: usize> {
+    sb: &'a [u8; B],
+    bits: LowBits<THREE>,
+    d: f32,
+    m: f32,
+    rows: &'a [SuperRow<'a>; N],
+}
+
+impl<const THREE: bool, const B: usize, const N: usize> Step<'_, THREE, B, N> {
+    /// Block `K`: its weights times each half's scale (`i16x8.mul`, exact), once for all `N` rows.
+    #[inline(always)]
+    fn block<const K: usize>(&self, acc: &mut [Acc; N]) {
+        let sb = self.sb;
+        let [q0, q1, q2, q3] = self.bits.block::<K>();
+        let sc = [0, 1].map(|h| {
+            i16x8_splat(if THREE {
+                i16::from(sb[THREE_BIT_SCALES + 2 * K + h] as i8)
+            } else {
+                i16::from(sb[TWO_BIT_SCALES + 2 * K + h] & 0x0F)
+            })
+        });
+        let n = [
+            i16x8_mul(q0, sc[0]),
+            i16x8_mul(q1, sc[0]),
+            i16x8_mul(q2, sc[1]),
+            i16x8_mul(q3, sc[1]),
+        ];
+        let mn = [0, 1].map(|h| i32::from(sb[TWO_BIT_SCALES + 2 * K + h] >> 4));
+        for (a, r) in acc.iter_mut().zip(self.rows) {
+            a.add_lanes(product(&n, &r.codes[K]), self.d * r.scales[K]);
+            if !THREE {
+                let t = mn[0] * r.half_sums[2 * K] + mn[1] * r.half_sums[2 * K + 1];
+                a.offset += t as f32 * (self.m * r.scales[K]);
+            }
+        }
+    }
 }

@@ -88,8 +88,8 @@ fn check(ty: GgmlType, one: Kernel<1>, four: Kernel<4>) {
         let (layout, row) = converted(ty, &ggml);
         let mut embedded = vec![0.0; n];
         for (b, o) in row
-            .chunks_exact(layout.block_bytes())
-            .zip(embedded.chunks_exact_mut(QK))
+            .chunks_exact(layout.unit_bytes())
+            .zip(embedded.chunks_exact_mut(layout.unit_len()))
         {
             layout.dequantize(b, o);
         }
@@ -201,16 +201,16 @@ fn q6_k_matches_dequantized() {
 
 #[test]
 fn q3_k_matches_dequantized() {
-    check(GgmlType::Q3_K, kernels::halves::<1>, kernels::halves::<4>);
+    check(
+        GgmlType::Q3_K,
+        kernels::three_bit::<1>,
+        kernels::three_bit::<4>,
+    );
 }
 
 #[test]
 fn q2_k_matches_dequantized() {
-    check(
-        GgmlType::Q2_K,
-        kernels::halves_min::<1>,
-        kernels::halves_min::<4>,
-    );
+    check(GgmlType::Q2_K, kernels::two_bit::<1>, kernels::two_bit::<4>);
 }
 
 #[test]
@@ -304,8 +304,8 @@ fn rows_dequantize_as_their_blocks_do() {
         let (layout, row) = converted(ty, &ggml);
         let mut want = vec![0.0; 256];
         for (b, o) in row
-            .chunks_exact(layout.block_bytes())
-            .zip(want.chunks_exact_mut(QK))
+            .chunks_exact(layout.unit_bytes())
+            .zip(want.chunks_exact_mut(layout.unit_len()))
         {
             layout.dequantize(b, o);
         }

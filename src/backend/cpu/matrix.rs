@@ -31,7 +31,8 @@ impl Layout {
             Layout::Bytes => kernels::bytes(w, xs),
             Layout::BytesMin => kernels::bytes_min(w, xs),
             Layout::Halves => kernels::halves(w, xs),
-            Layout::HalvesMin => kernels::halves_min(w, xs),
+            Layout::TwoBit => kernels::two_bit(w, xs),
+            Layout::ThreeBit => kernels::three_bit(w, xs),
         }
     }
 }
@@ -121,7 +122,7 @@ impl Matrix {
             .map(|at| t.read(at..(at + band).min(t.byte_len())));
         Ok(match layout {
             Some(layout) => {
-                let row_bytes = cols / QK * layout.block_bytes();
+                let row_bytes = layout.row_bytes(cols);
                 let mut bytes = Vec::with_capacity(rows * row_bytes);
                 for part in parts {
                     blocks::convert_into(ty, &part?, &mut bytes);
