@@ -33,20 +33,20 @@ case "${1:-}" in
     # With `threads`: the CPU tests then also run the threaded loops (tests/cpu_threads.rs and the
     # thread tests of src/backend/cpu need it).
     phase cargo test --quiet --features threads
-    # The fuzz targets build beside the package: build-pkg.sh and the wasm kernel tests spend most of their
-    # time compiling our crate alone (one codegen unit), on one core, and the fuzz build fills the other.
-    # Its output comes after theirs; a failure stops the run like any phase's.
-    fuzz_log=$(mktemp)
-    phase bash tools/fuzz.sh 10 >"$fuzz_log" 2>&1 &
-    fuzz=$!
+    # Beside the package's build, on the other core: the fuzz targets, then the CPU kernels in wasm.
+    # build-pkg.sh spends most of its time compiling our crate alone (one codegen unit), on one core. The
+    # kernel tests reuse its main modules' dependency builds (cargo waits for them if needed) and run
+    # while it builds the threaded modules in their own target dir. Their output comes after the
+    # package's; a failure stops the run like any phase's.
+    side_log=$(mktemp)
+    (phase bash tools/fuzz.sh 10 && phase bash tools/wasm-kernel-tests.sh) >"$side_log" 2>&1 &
+    side=$!
     phase bash tools/build-pkg.sh
-    # The kernels of the modules just built, in wasm (reuses their dependencies' builds).
-    phase bash tools/wasm-kernel-tests.sh
-    fuzz_status=0
-    wait "$fuzz" || fuzz_status=$?
-    cat "$fuzz_log" >&2
-    rm -f "$fuzz_log"
-    [ "$fuzz_status" = 0 ] || { echo "npm test: tools/fuzz.sh failed ($fuzz_status)" >&2; exit "$fuzz_status"; }
+    side_status=0
+    wait "$side" || side_status=$?
+    cat "$side_log" >&2
+    rm -f "$side_log"
+    [ "$side_status" = 0 ] || { echo "npm test: the fuzz targets or the wasm kernel tests failed ($side_status)" >&2; exit "$side_status"; }
     phase node --test --test-concurrency=1 tests/browser/
     ;;
   *)
