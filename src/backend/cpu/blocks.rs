@@ -2,9 +2,9 @@
 //! f16 (wasm has no f16 conversion instruction: converting two per block cost as much as its products),
 //! and the three 4-bit formats in one form, so that one kernel serves them all.
 //!
-//! - Nibbles (from Q4_0, Q4_1, Q4_K): 32 weights `n d + m`, `n` in 0..16, as `d: f32, m: f32, qs: [u8;
-//!   16]`, element `i` in the low nibble of `qs[i]` and element `16 + i` in its high nibble. Q4_0's
-//!   `(n - 8) d` becomes `m = -8 d`; each Q4_K sub-block becomes a block with `d = d sc`, `m = -dmin mn`.
+//! - Nibbles (from Q4_0, Q4_1): 32 weights `n d + m`, `n` in 0..16, as `d: f32, m: f32, qs: [u8; 16]`,
+//!   element `i` in the low nibble of `qs[i]` and element `16 + i` in its high nibble. Q4_0's `(n - 8) d`
+//!   becomes `m = -8 d`.
 //! - Bytes (from Q8_0, Q5_0, IQ4_NL, IQ4_XS): 32 weights `q d`, `q` an i8, as `d: f32, qs: [i8; 32]`.
 //!   Q5_0's `(q - 16) d` is exact in an i8, and so are the IQ4 types' table values (`IQ4_VALUES`) with
 //!   each IQ4_XS sub-block's `d (ls - 32)` as its `d`: 8 bits a weight instead of 5.5 or 4.25, but the
@@ -14,6 +14,11 @@
 //! - Halves (from Q6_K): 32 weights as two sub-blocks of 16, `q d sc[h]`, as `d: f32, sc: [i8; 2],
 //!   qs: [i8; 32]`. Q6_K's `q` (-32..32) times its i8 scale needs 13 bits, so the scale stays a
 //!   separate integer that the kernels multiply in i16 once per block (`dot::scaled_halves`).
+//! - FourBit (from Q4_K): the file's super-block of 256 weights, `d: f32, m: f32, sc: [u8; 8], mn: [u8;
+//!   8], qs: [u8; 128]` (1.06x its bytes; each sub-block as a Nibbles block of its own was 1.33x):
+//!   Q4_K's f16 `d` and `-dmin` as f32, its packed 6-bit scales and mins as bytes, `qs` as the file has
+//!   it. Block `k` (0..8) is the 32 weights `(qs[32 (k / 2) + l] >> 4 (k % 2)) & 15`, `l` in 0..32, times
+//!   `d sc[k]`, plus `m mn[k]`: the same products, and the same roundings, as Nibbles blocks.
 //! - TwoBit (from Q2_K) and ThreeBit (from Q3_K): the file's super-blocks of 256 weights with their bit
 //!   fields as the file has them (1.05x its bytes: a byte a weight was 4.2x and 2.8x, and these types
 //!   are taken for the models that would not fit otherwise); only the f16 scales become f32 and Q3_K's
@@ -36,6 +41,7 @@ pub(crate) const BYTES_MIN_BYTES: usize = 40;
 pub(crate) const HALVES_BYTES: usize = 38;
 pub(crate) const TWO_BIT_BYTES: usize = 88;
 pub(crate) const THREE_BIT_BYTES: usize = 116;
+pub(crate) const FOUR_BIT_BYTES: usize = 152;
 /// Elements per half of a block (a 16-weight K-quant sub-block).
 pub(crate) const HALF: usize = QK / 2;
 /// Weights per super-block of the TwoBit and ThreeBit layouts (and of every K-quant).
@@ -46,6 +52,9 @@ pub(crate) const TWO_BIT_QS: usize = 24;
 pub(crate) const THREE_BIT_SCALES: usize = 4;
 pub(crate) const THREE_BIT_HMASK: usize = 20;
 pub(crate) const THREE_BIT_QS: usize = 52;
+pub(crate) const FOUR_BIT_SCALES: usize = 8;
+pub(crate) const FOUR_BIT_MINS: usize = 16;
+pub(crate) const FOUR_BIT_QS: usize = 24;
 
 /// The kernel layout of a block.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,13 +65,15 @@ pub(crate) enum Layout {
     Halves,
     TwoBit,
     ThreeBit,
+    FourBit,
 }
 
 impl Layout {
     /// The layout a ggml type converts to, if any.
     pub fn of(ty: GgmlType) -> Option<Layout> {
         match ty {
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q4_K => Some(Layout::Nibbles),
+            GgmlType::Q4_0 | GgmlType::Q4_1 => Some(Layout::Nibbles),
+            GgmlType::Q4_K => Some(Layout::FourBit),
             GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL | GgmlType::IQ4_XS => {
                 Some(Layout::Bytes)
             }
@@ -77,7 +88,7 @@ impl Layout {
     /// Weights per unit of the layout: a block of 32, or a super-block of 256.
     pub fn unit_len(self) -> usize {
         match self {
-            Layout::TwoBit | Layout::ThreeBit => SUPER,
+            Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => SUPER,
             _ => QK,
         }
     }
@@ -91,6 +102,7 @@ impl Layout {
             Layout::Halves => HALVES_BYTES,
             Layout::TwoBit => TWO_BIT_BYTES,
             Layout::ThreeBit => THREE_BIT_BYTES,
+            Layout::FourBit => FOUR_BIT_BYTES,
         }
     }
 
@@ -99,7 +111,7 @@ impl Layout {
         cols / self.unit_len() * self.unit_bytes()
     }
 
-    /// Where a block's 32 integer weights start (TwoBit's and ThreeBit's: their 2-bit fields, `qs`).
+    /// Where a block's 32 integer weights start (a super-block's: its bit fields, `qs`).
     pub fn qs_at(self) -> usize {
         match self {
             Layout::Nibbles | Layout::BytesMin => 8,
@@ -107,6 +119,7 @@ impl Layout {
             Layout::Halves => 6,
             Layout::TwoBit => TWO_BIT_QS,
             Layout::ThreeBit => THREE_BIT_QS,
+            Layout::FourBit => FOUR_BIT_QS,
         }
     }
 
@@ -146,7 +159,7 @@ impl Layout {
                     }
                 }
             }
-            Layout::TwoBit | Layout::ThreeBit => {
+            Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => {
                 for (k, block) in out.chunks_exact_mut(QK).enumerate() {
                     let q = self.low_bits(b, k);
                     for (h, (o, q)) in block
@@ -170,7 +183,7 @@ impl Layout {
     pub fn half_scales(self, b: &[u8], k: usize, h: usize) -> (f32, Option<f32>) {
         let d = f32_at(b, 0);
         let (sc, mn) = self.half_integers(b, k, h);
-        let m = (self == Layout::TwoBit).then(|| f32_at(b, 4) * mn as f32);
+        let m = matches!(self, Layout::TwoBit | Layout::FourBit).then(|| f32_at(b, 4) * mn as f32);
         (d * f32::from(sc), m)
     }
 
@@ -182,17 +195,28 @@ impl Layout {
                 (i16::from(v & 0x0F), i32::from(v >> 4))
             }
             Layout::ThreeBit => (i16::from(b[THREE_BIT_SCALES + 2 * k + h] as i8), 0),
+            Layout::FourBit => (
+                i16::from(b[FOUR_BIT_SCALES + k]),
+                i32::from(b[FOUR_BIT_MINS + k]),
+            ),
             _ => (i16::from(b[4 + h] as i8), 0),
         }
     }
 
-    /// The 32 unscaled integer weights of block `k` of a TwoBit or ThreeBit super-block `b`: Q2_K's
-    /// 0..4, Q3_K's -4..4.
+    /// The 32 unscaled integer weights of block `k` of a super-block `b`: Q2_K's 0..4, Q3_K's -4..4,
+    /// Q4_K's 0..16.
     pub fn low_bits(self, b: &[u8], k: usize) -> [i8; QK] {
-        let qs = &b[self.qs_at() + QK * (k / 4)..self.qs_at() + QK * (k / 4) + QK];
-        let shift = 2 * (k % 4);
+        let (bits, mask) = if self == Layout::FourBit {
+            (4, 15)
+        } else {
+            (2, 3)
+        };
+        let per_byte = 8 / bits;
+        let at = self.qs_at() + QK * (k / per_byte);
+        let qs = &b[at..at + QK];
+        let shift = bits * (k % per_byte);
         std::array::from_fn(|l| {
-            let q = ((qs[l] >> shift) & 3) as i8;
+            let q = ((qs[l] >> shift) & mask) as i8;
             match self {
                 Layout::ThreeBit if (b[THREE_BIT_HMASK + l] >> k) & 1 == 0 => q - 4,
                 _ => q,
@@ -234,17 +258,12 @@ pub(crate) fn convert_into(ty: GgmlType, data: &[u8], out: &mut Vec<u8>) {
                 }
             }
             GgmlType::Q4_K => {
-                let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
                 let (sc, mn) = k_scales(&b[4..16]);
-                for sub in 0..8 {
-                    let bytes = &b[16 + 32 * (sub / 2)..16 + 32 * (sub / 2) + 32];
-                    let shift = 4 * (sub % 2);
-                    let packed: [u8; QK / 2] = std::array::from_fn(|i| {
-                        ((bytes[i] >> shift) & 0x0F) | (((bytes[i + QK / 2] >> shift) & 0x0F) << 4)
-                    });
-                    let (dl, ml) = (d * f32::from(sc[sub]), dmin * f32::from(mn[sub]));
-                    push_nibbles(out, dl, -ml, &packed);
-                }
+                out.extend(f16_at(b, 0).to_le_bytes());
+                out.extend((-f16_at(b, 2)).to_le_bytes());
+                out.extend(sc);
+                out.extend(mn);
+                out.extend_from_slice(&b[16..144]);
             }
             GgmlType::Q5_1 => {
                 let q = five_bit(&b[4..8], &b[8..24]);

@@ -15,8 +15,8 @@
 
 use super::activations::QuantizedRow;
 use super::blocks::{
-    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, NIBBLES_BYTES,
-    THREE_BIT_BYTES, TWO_BIT_BYTES,
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, FOUR_BIT_BYTES, HALF, HALVES_BYTES,
+    NIBBLES_BYTES, THREE_BIT_BYTES, TWO_BIT_BYTES,
 };
 use super::layer::exp;
 
@@ -276,6 +276,25 @@ pub(crate) fn two_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; 
 /// ThreeBit layout (Q3_K): block `k` of each super-block is `q sc` (at most 4 * 32) times `d`.
 pub(crate) fn three_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
     super_blocks(w, xs, Layout::ThreeBit, THREE_BIT_BYTES)
+}
+
+/// FourBit layout (Q4_K): block `k` of each super-block is a Nibbles block, its 4-bit weights times
+/// `d sc[k]` plus `m mn[k]`, both made here in f32 as the Nibbles conversion once made them.
+pub(crate) fn four_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    let mut acc = [Acc::ZERO; N];
+    let mut n = [0i16; QK];
+    for (s, sb) in w.chunks_exact(FOUR_BIT_BYTES).enumerate() {
+        for k in 0..8 {
+            for (o, q) in n.iter_mut().zip(Layout::FourBit.low_bits(sb, k)) {
+                *o = i16::from(q);
+            }
+            let (d, m) = Layout::FourBit.half_scales(sb, k, 0);
+            for (a, &x) in acc.iter_mut().zip(&xs) {
+                a.add(&n, d, m.unwrap_or(0.0), x, 8 * s + k);
+            }
+        }
+    }
+    acc.map(Acc::total)
 }
 
 /// The super-blocks of `w` (TwoBit or ThreeBit, `unit` bytes each) times each row of `xs`: each block's

@@ -12,9 +12,9 @@ use core::arch::wasm32::*;
 
 use super::activations::QuantizedRow;
 use super::blocks::{
-    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, HALF, HALVES_BYTES, NIBBLES_BYTES,
-    THREE_BIT_BYTES, THREE_BIT_HMASK, THREE_BIT_QS, THREE_BIT_SCALES, TWO_BIT_BYTES, TWO_BIT_QS,
-    TWO_BIT_SCALES,
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, FOUR_BIT_BYTES, FOUR_BIT_QS, FOUR_BIT_SCALES,
+    HALF, HALVES_BYTES, NIBBLES_BYTES, THREE_BIT_BYTES, THREE_BIT_HMASK, THREE_BIT_QS,
+    THREE_BIT_SCALES, TWO_BIT_BYTES, TWO_BIT_QS, TWO_BIT_SCALES,
 };
 use super::dot::{tail_dot, QK};
 
@@ -338,7 +338,7 @@ pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
             let scales = match layout {
                 Layout::Nibbles | Layout::BytesMin => [(d, Some(f32_at(u, 4))); 2],
                 Layout::Bytes => [(d, None); 2],
-                Layout::Halves | Layout::TwoBit | Layout::ThreeBit => {
+                Layout::Halves | Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => {
                     [0, 1].map(|h| layout.half_scales(u, k, h))
                 }
             };
@@ -363,6 +363,7 @@ pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
             Layout::ThreeBit => {
                 LowBits::<true>::new(u).each(|k, n| put(k, n, &mut o[QK * k..QK * (k + 1)]))
             }
+            Layout::FourBit => Quads::new(u).each(|k, n| put(k, n, &mut o[QK * k..QK * (k + 1)])),
             Layout::Nibbles => {
                 let qs = load(u, at);
                 put(
@@ -420,6 +421,47 @@ impl<const THREE: bool> LowBits<THREE> {
             }
         });
         join(widen_i8(halves[0]), widen_i8(halves[1]))
+    }
+
+    /// `f(k, block k)` for the eight blocks in order, each `K` a constant.
+    fn each(&self, mut f: impl FnMut(usize, [v128; 4])) {
+        f(0, self.block::<0>());
+        f(1, self.block::<1>());
+        f(2, self.block::<2>());
+        f(3, self.block::<3>());
+        f(4, self.block::<4>());
+        f(5, self.block::<5>());
+        f(6, self.block::<6>());
+        f(7, self.block::<7>());
+    }
+}
+
+/// The 4-bit fields of a FourBit super-block in v128s, loaded once for its eight blocks: bytes
+/// `32 (k / 2)..` hold block `k`'s weights, in their low nibbles for even `k`, high for odd.
+struct Quads {
+    qs: [v128; 8],
+}
+
+impl Quads {
+    fn new(u: &[u8]) -> Self {
+        Quads {
+            qs: [0, 1, 2, 3, 4, 5, 6, 7].map(|i| load(u, FOUR_BIT_QS + 16 * i)),
+        }
+    }
+
+    /// The 32 weights of block `K` (0..16) as four i16x8, as `Layout::low_bits`; `K` a constant, so
+    /// that the choice of nibble is made at compile time.
+    #[inline(always)]
+    fn block<const K: usize>(&self) -> [v128; 4] {
+        let halves = [0, 1].map(|h| {
+            let q = self.qs[2 * (K / 2) + h];
+            if K % 2 == 0 {
+                v128_and(q, u8x16_splat(0x0F))
+            } else {
+                u8x16_shr(q, 4)
+            }
+        });
+        join(widen_u8(halves[0]), widen_u8(halves[1]))
     }
 
     /// `f(k, block k)` for the eight blocks in order, each `K` a constant.
@@ -493,11 +535,91 @@ pub(crate) fn three_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32
     super_blocks::<true, N, THREE_BIT_BYTES>(w, xs)
 }
 
-/// A row's activations for one super-block: its eight blocks of codes, their scales and half sums, as
-/// arrays (checked once per super-block, so that the blocks' reads need no checks).
+/// As `dot::four_bit`: each block's weights times `d sc[k]`, plus `m mn[k]` times the block's sum, as a
+/// Nibbles block.
+pub(crate) fn four_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
+    let (w, _) = w.as_chunks::<FOUR_BIT_BYTES>();
+    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
+    let blocks = 8 * w.len();
+    assert!(xs
+        .iter()
+        .zip(&codes)
+        .all(|(x, c)| c.len() >= blocks && x.scales.len() >= blocks && x.sums.len() >= blocks));
+    let mut acc = [Acc::zero(); N];
+    for (s, sb) in w.iter().enumerate() {
+        let rows: [SuperRow; N] = std::array::from_fn(|t| SuperRow::new(xs[t], codes[t], s));
+        // The eight blocks' `d sc[k]` and `m mn[k]`, four lanes at a time: the f32 products of the
+        // portable kernel, with fewer instructions than eight scalar conversions and products each.
+        let bytes = load(sb, FOUR_BIT_SCALES);
+        let (sc, mn) = (
+            u16x8_extend_low_u8x16(bytes),
+            u16x8_extend_high_u8x16(bytes),
+        );
+        let times = |v: v128, by: f32| {
+            let by = f32x4_splat(by);
+            [
+                f32x4_mul(f32x4_convert_i32x4(u32x4_extend_low_u16x8(v)), by),
+                f32x4_mul(f32x4_convert_i32x4(u32x4_extend_high_u16x8(v)), by),
+            ]
+        };
+        let step = FourStep {
+            quads: Quads::new(sb),
+            dl: times(sc, f32_at(sb, 0)),
+            ml: times(mn, f32_at(sb, 4)),
+            rows: &rows,
+        };
+        step.block::<0>(&mut acc);
+        step.block::<1>(&mut acc);
+        step.block::<2>(&mut acc);
+        step.block::<3>(&mut acc);
+        step.block::<4>(&mut acc);
+        step.block::<5>(&mut acc);
+        step.block::<6>(&mut acc);
+        step.block::<7>(&mut acc);
+    }
+    acc.map(Acc::total)
+}
+
+/// One super-block of `four_bit`: its nibbles, its blocks' scales and offsets (four in a v128), and the
+/// rows' activations.
+struct FourStep<'a, const N: usize> {
+    quads: Quads,
+    dl: [v128; 2],
+    ml: [v128; 2],
+    rows: &'a [SuperRow<'a>; N],
+}
+
+impl<const N: usize> FourStep<'_, N> {
+    /// Block `K`, decoded once for all `N` rows; its scale and offset made as the Nibbles conversion made
+    /// them.
+    #[inline(always)]
+    fn block<const K: usize>(&self, acc: &mut [Acc; N]) {
+        let n = self.quads.block::<K>();
+        let (dl, ml) = (lane::<K>(self.dl), lane::<K>(self.ml));
+        for (a, r) in acc.iter_mut().zip(self.rows) {
+            a.add(&n, dl, ml, &r.codes[K], r.scales[K], r.sums[K]);
+        }
+    }
+}
+
+/// Lane `K` of eight f32 in two v128.
+#[inline(always)]
+fn lane<const K: usize>(v: [v128; 2]) -> f32 {
+    let v = v[K / 4];
+    match K % 4 {
+        0 => f32x4_extract_lane::<0>(v),
+        1 => f32x4_extract_lane::<1>(v),
+        2 => f32x4_extract_lane::<2>(v),
+        _ => f32x4_extract_lane::<3>(v),
+    }
+}
+
+/// A row's activations for one super-block: its eight blocks of codes, their scales, sums and half
+/// sums, as arrays (checked once per super-block, so that the blocks' reads need no checks).
 struct SuperRow<'a> {
     codes: &'a [[i16; QK]; 8],
     scales: &'a [f32; 8],
+    sums: &'a [f32; 8],
     half_sums: &'a [i32; 16],
 }
 
@@ -508,6 +630,7 @@ impl<'a> SuperRow<'a> {
         SuperRow {
             codes: codes[8 * s..8 * s + 8].try_into().expect(part),
             scales: x.scales[8 * s..8 * s + 8].try_into().expect(part),
+            sums: x.sums[8 * s..8 * s + 8].try_into().expect(part),
             half_sums: x.half_sums[16 * s..16 * s + 16].try_into().expect(part),
         }
     }

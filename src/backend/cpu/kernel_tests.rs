@@ -168,7 +168,11 @@ fn q4_1_matches_dequantized() {
 
 #[test]
 fn q4_k_matches_dequantized() {
-    check(GgmlType::Q4_K, kernels::nibbles::<1>, kernels::nibbles::<4>);
+    check(
+        GgmlType::Q4_K,
+        kernels::four_bit::<1>,
+        kernels::four_bit::<4>,
+    );
 }
 
 #[test]

@@ -33,6 +33,7 @@ impl Layout {
             Layout::Halves => kernels::halves(w, xs),
             Layout::TwoBit => kernels::two_bit(w, xs),
             Layout::ThreeBit => kernels::three_bit(w, xs),
+            Layout::FourBit => kernels::four_bit(w, xs),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use half::f16;
 
-use super::blocks::{BYTES_BYTES, NIBBLES_BYTES};
+use super::blocks::{BYTES_BYTES, FOUR_BIT_BYTES, NIBBLES_BYTES};
 use super::dot::QK;
 use super::layer::{self, Heads};
 use super::matrix::{Matrix, Pass};
@@ -91,7 +91,7 @@ fn products_are_bit_identical_for_any_thread_count() {
         ("Q8_0", 8, (32, 34, 1), BYTES_BYTES),
         ("Q4_0", 2, (32, 18, 1), NIBBLES_BYTES),
         ("Q4_1", 3, (32, 20, 2), NIBBLES_BYTES),
-        ("Q4_K", 12, (256, 144, 2), NIBBLES_BYTES),
+        ("Q4_K", 12, (256, 144, 2), FOUR_BIT_BYTES / 8),
     ];
     for (name, code, layout, kernel_bytes) in types {
         let bytes = gguf(&mut rng, code, layout, rows, cols);
