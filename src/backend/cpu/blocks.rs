@@ -11,9 +11,12 @@
 //!   integer kernel instead of an f32 copy (32 bits).
 //! - BytesMin (from Q5_1, Q5_K): 32 weights `n d + m`, `n` in 0..32, as `d: f32, m: f32, qs: [i8; 32]`;
 //!   Nibbles' form with 5-bit `n` (each Q5_K sub-block as Q4_K's).
-//! - Halves (from Q6_K): 32 weights as two sub-blocks of 16, `q d sc[h]`, as `d: f32, sc: [i8; 2],
-//!   qs: [i8; 32]`. Q6_K's `q` (-32..32) times its i8 scale needs 13 bits, so the scale stays a
-//!   separate integer that the kernels multiply in i16 once per block (`dot::scaled_halves`).
+//! - Halves (from Q6_K): the file's super-block of 256 weights, 16 sub-blocks of 16 `q d sc[s]`, as
+//!   `d: f32, sc: [i8; 16], qs: [i8; 256]` (276 bytes, 1.31x the file's 210: a byte a weight, so that
+//!   no bit field is taken apart per token). Block `k` (0..8) is `qs[32 k..][..32]`, its halves scaled
+//!   by `sc[2 k]` and `sc[2 k + 1]`. Q6_K's `q` (-32..32) times its i8 scale needs 13 bits, so the
+//!   scale stays a separate integer that the kernels multiply in i16 once per block
+//!   (`dot::scaled_halves`).
 //! - FourBit (from Q4_K): the file's super-block of 256 weights, `d: f32, m: f32, sc: [u8; 8], mn: [u8;
 //!   8], qs: [u8; 128]` (1.06x its bytes; each sub-block as a Nibbles block of its own was 1.33x):
 //!   Q4_K's f16 `d` and `-dmin` as f32, its packed 6-bit scales and mins as bytes, `qs` as the file has
@@ -38,7 +41,7 @@ use crate::weights::quant::{
 pub(crate) const NIBBLES_BYTES: usize = 24;
 pub(crate) const BYTES_BYTES: usize = 36;
 pub(crate) const BYTES_MIN_BYTES: usize = 40;
-pub(crate) const HALVES_BYTES: usize = 38;
+pub(crate) const HALVES_BYTES: usize = 276;
 pub(crate) const TWO_BIT_BYTES: usize = 88;
 pub(crate) const THREE_BIT_BYTES: usize = 116;
 pub(crate) const FOUR_BIT_BYTES: usize = 152;
@@ -52,6 +55,8 @@ pub(crate) const TWO_BIT_QS: usize = 24;
 pub(crate) const THREE_BIT_SCALES: usize = 4;
 pub(crate) const THREE_BIT_HMASK: usize = 20;
 pub(crate) const THREE_BIT_QS: usize = 52;
+pub(crate) const HALVES_SCALES: usize = 4;
+pub(crate) const HALVES_QS: usize = 20;
 pub(crate) const FOUR_BIT_SCALES: usize = 8;
 pub(crate) const FOUR_BIT_MINS: usize = 16;
 pub(crate) const FOUR_BIT_QS: usize = 24;
@@ -88,7 +93,7 @@ impl Layout {
     /// Weights per unit of the layout: a block of 32, or a super-block of 256.
     pub fn unit_len(self) -> usize {
         match self {
-            Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => SUPER,
+            Layout::Halves | Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => SUPER,
             _ => QK,
         }
     }
@@ -116,7 +121,7 @@ impl Layout {
         match self {
             Layout::Nibbles | Layout::BytesMin => 8,
             Layout::Bytes => 4,
-            Layout::Halves => 6,
+            Layout::Halves => HALVES_QS,
             Layout::TwoBit => TWO_BIT_QS,
             Layout::ThreeBit => THREE_BIT_QS,
             Layout::FourBit => FOUR_BIT_QS,
@@ -146,20 +151,7 @@ impl Layout {
                     *o = f32::from(q as i8) * d + m;
                 }
             }
-            Layout::Halves => {
-                let qs = &b[self.qs_at()..self.qs_at() + QK];
-                for (h, (o, q)) in out
-                    .chunks_exact_mut(HALF)
-                    .zip(qs.chunks_exact(HALF))
-                    .enumerate()
-                {
-                    let (dl, _) = self.half_scales(b, 0, h);
-                    for (o, &q) in o.iter_mut().zip(q) {
-                        *o = dl * f32::from(q as i8);
-                    }
-                }
-            }
-            Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => {
+            Layout::Halves | Layout::TwoBit | Layout::ThreeBit | Layout::FourBit => {
                 for (k, block) in out.chunks_exact_mut(QK).enumerate() {
                     let q = self.low_bits(b, k);
                     for (h, (o, q)) in block
@@ -178,8 +170,8 @@ impl Layout {
         }
     }
 
-    /// The scale `d sc` of half `h` of block `k` (`k` 0 in a Halves block), and its offset `m mn` when
-    /// the layout has mins.
+    /// The scale `d sc` of half `h` of block `k` of a super-block, and its offset `m mn` when the layout
+    /// has mins.
     pub fn half_scales(self, b: &[u8], k: usize, h: usize) -> (f32, Option<f32>) {
         let d = f32_at(b, 0);
         let (sc, mn) = self.half_integers(b, k, h);
@@ -195,6 +187,7 @@ impl Layout {
                 (i16::from(v & 0x0F), i32::from(v >> 4))
             }
             Layout::ThreeBit => (i16::from(b[THREE_BIT_SCALES + 2 * k + h] as i8), 0),
+            Layout::Halves => (i16::from(b[HALVES_SCALES + 2 * k + h] as i8), 0),
             Layout::FourBit => (
                 i16::from(b[FOUR_BIT_SCALES + k]),
                 i32::from(b[FOUR_BIT_MINS + k]),
@@ -204,8 +197,12 @@ impl Layout {
     }
 
     /// The 32 unscaled integer weights of block `k` of a super-block `b`: Q2_K's 0..4, Q3_K's -4..4,
-    /// Q4_K's 0..16.
+    /// Q4_K's 0..16, Q6_K's -32..32.
     pub fn low_bits(self, b: &[u8], k: usize) -> [i8; QK] {
+        if self == Layout::Halves {
+            let at = HALVES_QS + QK * k;
+            return std::array::from_fn(|l| b[at + l] as i8);
+        }
         let (bits, mask) = if self == Layout::FourBit {
             (4, 15)
         } else {
@@ -299,13 +296,11 @@ fn push_bytes_min(out: &mut Vec<u8>, d: f32, m: f32, q: &[u8; QK]) {
     out.extend_from_slice(q);
 }
 
-/// A 16-weight K-quant super-block as eight Halves blocks.
+/// A 16-weight K-quant super-block as a Halves super-block.
 fn push_halves(out: &mut Vec<u8>, k: &K16) {
-    for sub in 0..8 {
-        out.extend(k.d.to_le_bytes());
-        out.extend(k.scales[2 * sub..2 * sub + 2].iter().map(|&v| v as u8));
-        out.extend(k.q[QK * sub..QK * (sub + 1)].iter().map(|&q| q as u8));
-    }
+    out.extend(k.d.to_le_bytes());
+    out.extend(k.scales.iter().map(|&v| v as u8));
+    out.extend(k.q.iter().map(|&q| q as u8));
 }
 
 fn push_bytes(out: &mut Vec<u8>, d: f32, q: &[i8; QK]) {

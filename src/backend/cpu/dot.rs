@@ -15,8 +15,8 @@
 
 use super::activations::QuantizedRow;
 use super::blocks::{
-    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, FOUR_BIT_BYTES, HALF, HALVES_BYTES,
-    NIBBLES_BYTES, THREE_BIT_BYTES, TWO_BIT_BYTES,
+    f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, FOUR_BIT_BYTES, HALF, HALVES_BYTES, HALVES_QS,
+    HALVES_SCALES, NIBBLES_BYTES, THREE_BIT_BYTES, TWO_BIT_BYTES,
 };
 use super::layer::exp;
 
@@ -241,12 +241,21 @@ pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32
     })
 }
 
-/// Halves layout (Q6_K): w = q d sc[h], as the integer weights `q sc[h]` (`scaled_halves`) and `d`.
+/// Halves layout (Q6_K): block `k` of each super-block is the integer weights `q sc[h]`
+/// (`scaled_halves`) times `d`.
 pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    blocks(w, xs, HALVES_BYTES, |b, n| {
-        scaled_halves(b, 4, 6, n);
-        (f32_at(b, 0), 0.0)
-    })
+    let mut acc = [Acc::ZERO; N];
+    let mut n = [0i16; QK];
+    for (s, sb) in w.chunks_exact(HALVES_BYTES).enumerate() {
+        let d = f32_at(sb, 0);
+        for k in 0..8 {
+            scaled_halves(sb, HALVES_SCALES + 2 * k, HALVES_QS + QK * k, &mut n);
+            for (a, &x) in acc.iter_mut().zip(&xs) {
+                a.add(&n, d, 0.0, x, 8 * s + k);
+            }
+        }
+    }
+    acc.map(Acc::total)
 }
 
 /// The 32 weights at `b[at..]` times their half's scale (`b[sc_at + h]`) as i16: exact, `|q sc|` being at

@@ -13,8 +13,8 @@ use core::arch::wasm32::*;
 use super::activations::QuantizedRow;
 use super::blocks::{
     f32_at, Layout, BYTES_BYTES, BYTES_MIN_BYTES, FOUR_BIT_BYTES, FOUR_BIT_QS, FOUR_BIT_SCALES,
-    HALF, HALVES_BYTES, NIBBLES_BYTES, THREE_BIT_BYTES, THREE_BIT_HMASK, THREE_BIT_QS,
-    THREE_BIT_SCALES, TWO_BIT_BYTES, TWO_BIT_QS, TWO_BIT_SCALES,
+    HALF, HALVES_BYTES, HALVES_QS, HALVES_SCALES, NIBBLES_BYTES, THREE_BIT_BYTES, THREE_BIT_HMASK,
+    THREE_BIT_QS, THREE_BIT_SCALES, TWO_BIT_BYTES, TWO_BIT_QS, TWO_BIT_SCALES,
 };
 use super::dot::{tail_dot, QK};
 
@@ -372,7 +372,17 @@ pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
                     o,
                 );
             }
-            _ => put(
+            Layout::Halves => {
+                for (k, o) in o.chunks_exact_mut(QK).enumerate() {
+                    let at = at + QK * k;
+                    put(
+                        k,
+                        join(widen_i8(load(u, at)), widen_i8(load(u, at + 16))),
+                        o,
+                    );
+                }
+            }
+            Layout::Bytes | Layout::BytesMin => put(
                 0,
                 join(widen_i8(load(u, at)), widen_i8(load(u, at + 16))),
                 o,
@@ -455,7 +465,7 @@ impl Quads {
     fn block<const K: usize>(&self) -> [v128; 4] {
         let halves = [0, 1].map(|h| {
             let q = self.qs[2 * (K / 2) + h];
-            if K % 2 == 0 {
+            if K.is_multiple_of(2) {
                 v128_and(q, u8x16_splat(0x0F))
             } else {
                 u8x16_shr(q, 4)
@@ -510,7 +520,42 @@ pub(crate) fn bytes_min<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32
 
 /// As `dot::halves`: each i16x8 of weights times its half's scale (`i16x8.mul`, exact), once per block.
 pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N] {
-    blocks::<N, HALVES_BYTES>(w, xs, |b| (scaled_halves(b, 4, 6), f32_at(b, 0), 0.0))
+    let (w, _) = w.as_chunks::<HALVES_BYTES>();
+    let codes = xs.map(|x| x.codes.as_chunks::<QK>().0);
+    let blocks = 8 * w.len();
+    assert!(xs.iter().zip(&codes).all(|(x, c)| c.len() >= blocks
+        && x.scales.len() >= blocks
+        && x.sums.len() >= blocks
+        && x.half_sums.len() >= 2 * blocks));
+    let mut acc = [Acc::zero(); N];
+    for (s, sb) in w.iter().enumerate() {
+        let rows: [SuperRow; N] = std::array::from_fn(|t| SuperRow::new(xs[t], codes[t], s));
+        let d = f32_at(sb, 0);
+        halves_block::<0, N>(sb, d, &rows, &mut acc);
+        halves_block::<1, N>(sb, d, &rows, &mut acc);
+        halves_block::<2, N>(sb, d, &rows, &mut acc);
+        halves_block::<3, N>(sb, d, &rows, &mut acc);
+        halves_block::<4, N>(sb, d, &rows, &mut acc);
+        halves_block::<5, N>(sb, d, &rows, &mut acc);
+        halves_block::<6, N>(sb, d, &rows, &mut acc);
+        halves_block::<7, N>(sb, d, &rows, &mut acc);
+    }
+    acc.map(Acc::total)
+}
+
+/// Block `K` of a Halves super-block, its weights scaled once for all `N` rows; `K` a constant, so
+/// that its offsets in the super-block are too.
+#[inline(always)]
+fn halves_block<const K: usize, const N: usize>(
+    sb: &[u8; HALVES_BYTES],
+    d: f32,
+    rows: &[SuperRow; N],
+    acc: &mut [Acc; N],
+) {
+    let n = scaled_halves(sb, HALVES_SCALES + 2 * K, HALVES_QS + QK * K);
+    for (a, r) in acc.iter_mut().zip(rows) {
+        a.add(&n, d, 0.0, &r.codes[K], r.scales[K], r.sums[K]);
+    }
 }
 
 /// The 32 weights at `b[at..]` times their half's scale `b[sc_at + h]`, as `dot::scaled_halves`.
