@@ -1,6 +1,6 @@
 //! The block layouts the CPU kernels read, made once at load from ggml blocks: f32 scales instead of
 //! f16 (wasm has no f16 conversion instruction: converting two per block cost as much as its products),
-//! and the three 4-bit formats in one form, so that one kernel serves them all.
+//! and formats that differ only in their scales in one form, so that one kernel serves them all.
 //!
 //! - Nibbles (from Q4_0, Q4_1): 32 weights `n d + m`, `n` in 0..16, as `d: f32, m: f32, qs: [u8; 16]`,
 //!   element `i` in the low nibble of `qs[i]` and element `16 + i` in its high nibble. Q4_0's `(n - 8) d`
@@ -47,7 +47,7 @@ pub(crate) const THREE_BIT_BYTES: usize = 116;
 pub(crate) const FOUR_BIT_BYTES: usize = 152;
 /// Elements per half of a block (a 16-weight K-quant sub-block).
 pub(crate) const HALF: usize = QK / 2;
-/// Weights per super-block of the TwoBit and ThreeBit layouts (and of every K-quant).
+/// Weights per super-block of the Halves, TwoBit, ThreeBit and FourBit layouts (and of every K-quant).
 pub(crate) const SUPER: usize = 256;
 /// Where the fields of the TwoBit and ThreeBit layouts start.
 pub(crate) const TWO_BIT_SCALES: usize = 8;

@@ -391,6 +391,25 @@ pub(crate) fn dequantize_row(layout: Layout, w: &[u8], out: &mut [f32]) {
     }
 }
 
+/// A super-block's bit fields, loaded once, from which each of its eight blocks' 32 integer weights are
+/// taken with constant shifts and masks.
+trait Fields {
+    /// Block `K`'s weights as four i16x8.
+    fn block<const K: usize>(&self) -> [v128; 4];
+
+    /// `f(k, block k)` for the eight blocks in order, each `K` a constant.
+    fn each(&self, mut f: impl FnMut(usize, [v128; 4])) {
+        f(0, self.block::<0>());
+        f(1, self.block::<1>());
+        f(2, self.block::<2>());
+        f(3, self.block::<3>());
+        f(4, self.block::<4>());
+        f(5, self.block::<5>());
+        f(6, self.block::<6>());
+        f(7, self.block::<7>());
+    }
+}
+
 /// The bit fields of a TwoBit (`THREE` false) or ThreeBit super-block in v128s, loaded once for its
 /// eight blocks.
 struct LowBits<const THREE: bool> {
@@ -412,7 +431,9 @@ impl<const THREE: bool> LowBits<THREE> {
             },
         }
     }
+}
 
+impl<const THREE: bool> Fields for LowBits<THREE> {
     /// The 32 unscaled weights of block `K` as four i16x8, as `Layout::low_bits`: two bits shifted
     /// down, and for ThreeBit 4 taken off where bit `K` of `hmask` is clear. `K` a constant, so that the
     /// shifts and masks are immediates (a variable byte shift is several instructions in V8).
@@ -432,18 +453,6 @@ impl<const THREE: bool> LowBits<THREE> {
         });
         join(widen_i8(halves[0]), widen_i8(halves[1]))
     }
-
-    /// `f(k, block k)` for the eight blocks in order, each `K` a constant.
-    fn each(&self, mut f: impl FnMut(usize, [v128; 4])) {
-        f(0, self.block::<0>());
-        f(1, self.block::<1>());
-        f(2, self.block::<2>());
-        f(3, self.block::<3>());
-        f(4, self.block::<4>());
-        f(5, self.block::<5>());
-        f(6, self.block::<6>());
-        f(7, self.block::<7>());
-    }
 }
 
 /// The 4-bit fields of a FourBit super-block in v128s, loaded once for its eight blocks: bytes
@@ -458,8 +467,10 @@ impl Quads {
             qs: [0, 1, 2, 3, 4, 5, 6, 7].map(|i| load(u, FOUR_BIT_QS + 16 * i)),
         }
     }
+}
 
-    /// The 32 weights of block `K` (0..16) as four i16x8, as `Layout::low_bits`; `K` a constant, so
+impl Fields for Quads {
+    /// The 32 weights (0..16) of block `K` as four i16x8, as `Layout::low_bits`; `K` a constant, so
     /// that the choice of nibble is made at compile time.
     #[inline(always)]
     fn block<const K: usize>(&self) -> [v128; 4] {
@@ -472,18 +483,6 @@ impl Quads {
             }
         });
         join(widen_u8(halves[0]), widen_u8(halves[1]))
-    }
-
-    /// `f(k, block k)` for the eight blocks in order, each `K` a constant.
-    fn each(&self, mut f: impl FnMut(usize, [v128; 4])) {
-        f(0, self.block::<0>());
-        f(1, self.block::<1>());
-        f(2, self.block::<2>());
-        f(3, self.block::<3>());
-        f(4, self.block::<4>());
-        f(5, self.block::<5>());
-        f(6, self.block::<6>());
-        f(7, self.block::<7>());
     }
 }
 
@@ -530,31 +529,49 @@ pub(crate) fn halves<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32; N
     let mut acc = [Acc::zero(); N];
     for (s, sb) in w.iter().enumerate() {
         let rows: [SuperRow; N] = std::array::from_fn(|t| SuperRow::new(xs[t], codes[t], s));
-        let d = f32_at(sb, 0);
-        halves_block::<0, N>(sb, d, &rows, &mut acc);
-        halves_block::<1, N>(sb, d, &rows, &mut acc);
-        halves_block::<2, N>(sb, d, &rows, &mut acc);
-        halves_block::<3, N>(sb, d, &rows, &mut acc);
-        halves_block::<4, N>(sb, d, &rows, &mut acc);
-        halves_block::<5, N>(sb, d, &rows, &mut acc);
-        halves_block::<6, N>(sb, d, &rows, &mut acc);
-        halves_block::<7, N>(sb, d, &rows, &mut acc);
+        let step = HalvesStep {
+            sb,
+            d: f32_at(sb, 0),
+            rows: &rows,
+        };
+        step.all(&mut acc);
     }
     acc.map(Acc::total)
 }
 
-/// Block `K` of a Halves super-block, its weights scaled once for all `N` rows; `K` a constant, so
-/// that its offsets in the super-block are too.
-#[inline(always)]
-fn halves_block<const K: usize, const N: usize>(
-    sb: &[u8; HALVES_BYTES],
+/// A super-block of a kernel: each of its eight blocks added to the `N` rows' accumulators, the block's
+/// index a constant (so that its offsets, shifts and masks are too).
+trait SuperStep<const N: usize> {
+    fn block<const K: usize>(&self, acc: &mut [Acc; N]);
+
+    /// The eight blocks in order.
+    fn all(&self, acc: &mut [Acc; N]) {
+        self.block::<0>(acc);
+        self.block::<1>(acc);
+        self.block::<2>(acc);
+        self.block::<3>(acc);
+        self.block::<4>(acc);
+        self.block::<5>(acc);
+        self.block::<6>(acc);
+        self.block::<7>(acc);
+    }
+}
+
+/// One super-block of `halves`: its bytes, `d`, and the rows' activations.
+struct HalvesStep<'a, const N: usize> {
+    sb: &'a [u8; HALVES_BYTES],
     d: f32,
-    rows: &[SuperRow; N],
-    acc: &mut [Acc; N],
-) {
-    let n = scaled_halves(sb, HALVES_SCALES + 2 * K, HALVES_QS + QK * K);
-    for (a, r) in acc.iter_mut().zip(rows) {
-        a.add(&n, d, 0.0, &r.codes[K], r.scales[K], r.sums[K]);
+    rows: &'a [SuperRow<'a>; N],
+}
+
+impl<const N: usize> SuperStep<N> for HalvesStep<'_, N> {
+    /// Block `K`, its weights scaled once for all `N` rows.
+    #[inline(always)]
+    fn block<const K: usize>(&self, acc: &mut [Acc; N]) {
+        let n = scaled_halves(self.sb, HALVES_SCALES + 2 * K, HALVES_QS + QK * K);
+        for (a, r) in acc.iter_mut().zip(self.rows) {
+            a.add(&n, self.d, 0.0, &r.codes[K], r.scales[K], r.sums[K]);
+        }
     }
 }
 
@@ -613,14 +630,7 @@ pub(crate) fn four_bit<const N: usize>(w: &[u8], xs: [QuantizedRow; N]) -> [f32;
             ml: times(mn, f32_at(sb, 4)),
             rows: &rows,
         };
-        step.block::<0>(&mut acc);
-        step.block::<1>(&mut acc);
-        step.block::<2>(&mut acc);
-        step.block::<3>(&mut acc);
-        step.block::<4>(&mut acc);
-        step.block::<5>(&mut acc);
-        step.block::<6>(&mut acc);
-        step.block::<7>(&mut acc);
+        step.all(&mut acc);
     }
     acc.map(Acc::total)
 }
@@ -634,7 +644,7 @@ struct FourStep<'a, const N: usize> {
     rows: &'a [SuperRow<'a>; N],
 }
 
-impl<const N: usize> FourStep<'_, N> {
+impl<const N: usize> SuperStep<N> for FourStep<'_, N> {
     /// Block `K`, decoded once for all `N` rows; its scale and offset made as the Nibbles conversion made
     /// them.
     #[inline(always)]
@@ -702,14 +712,7 @@ fn super_blocks<const THREE: bool, const N: usize, const B: usize>(
             m: if THREE { 0.0 } else { f32_at(sb, 4) },
             rows: &rows,
         };
-        step.block::<0>(&mut acc);
-        step.block::<1>(&mut acc);
-        step.block::<2>(&mut acc);
-        step.block::<3>(&mut acc);
-        step.block::<4>(&mut acc);
-        step.block::<5>(&mut acc);
-        step.block::<6>(&mut acc);
-        step.block::<7>(&mut acc);
+        step.all(&mut acc);
     }
     acc.map(Acc::total)
 }
@@ -724,7 +727,7 @@ struct Step<'a, const THREE: bool, const B: usize, const N: usize> {
     rows: &'a [SuperRow<'a>; N],
 }
 
-impl<const THREE: bool, const B: usize, const N: usize> Step<'_, THREE, B, N> {
+impl<const THREE: bool, const B: usize, const N: usize> SuperStep<N> for Step<'_, THREE, B, N> {
     /// Block `K`: its weights times each half's scale (`i16x8.mul`, exact), once for all `N` rows.
     #[inline(always)]
     fn block<const K: usize>(&self, acc: &mut [Acc; N]) {
