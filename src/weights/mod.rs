@@ -4,9 +4,9 @@
 //! The file need not be in our memory: [`FileBytes::Outside`] is a file that a page holds (a JS
 //! `Uint8Array`), read a range at a time (the CPU backend reads a tensor a band of rows at a time), so
 //! that a load holds the weights in their kernel layouts plus one band, never the whole file beside them
-//! (wasm memory never shrinks: a whole copy would stay for the model's life). Only the GGUF header is
-//! read in one piece; safetensors files are read whole, since the `safetensors` crate parses from one
-//! buffer (their models are small f32/f16 files).
+//! (wasm memory never shrinks: a whole copy would stay for the model's life). Only a file's header is
+//! read in one piece; a safetensors tensor is read whole when it is converted (its f32 values are four
+//! or two times its bytes anyway).
 //!
 //! [`Weights`] is the common surface the graph builder uses: tensor names, shapes and f32 values, plus the
 //! GGUF metadata when there is some. Shapes are always **outermost first** (PyTorch / safetensors order),
@@ -90,15 +90,16 @@ impl<'a> FileBytes<'a> {
         }
     }
 
-    /// The bytes [`Weights::open`] parses: a GGUF file's header (metadata and tensor infos), or a whole
-    /// safetensors file. A file in memory is borrowed whole.
+    /// The bytes [`Weights::open`] parses: a GGUF file's header (metadata and tensor infos), or a
+    /// safetensors file's length field and JSON header. A file in memory is borrowed whole.
     pub fn header(&self) -> Result<Cow<'a, [u8]>> {
         let len = self.len();
         if let FileBytes::Memory(b) = *self {
             return Ok(Cow::Borrowed(b));
         }
-        if !self.read(0..4.min(len))?.starts_with(b"GGUF") {
-            return self.read(0..len);
+        let first = self.read(0..8.min(len))?;
+        if !first.starts_with(b"GGUF") {
+            return self.read(0..safetensors::header_len(&first, len));
         }
         let mut header = self.read(0..HEADER_READ.min(len))?.into_owned();
         // A header cut short fails to parse (INVALID_WEIGHTS); such a failure is retried with more bytes
@@ -135,7 +136,7 @@ impl<'a> Weights<'a> {
         if header.starts_with(b"GGUF") {
             GgufFile::open(header, file).map(Weights::Gguf)
         } else {
-            SafetensorsFile::parse(header)
+            SafetensorsFile::open(header, file)
                 .map(Weights::Safetensors)
                 .map_err(|e| match e {
                     WispError::InvalidWeights(m) => {
