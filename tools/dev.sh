@@ -39,8 +39,7 @@ case "${1:-}" in
     # package's main modules' dependency builds; cargo waits for them if needed, and they run while it
     # builds the threaded modules in their own target dir), then the native tests, with `threads` so
     # that they also run the threaded loops (tests/cpu_threads.rs and the thread tests of
-    # src/backend/cpu). The native tests ran first until 2026-12-07: 447 s of a 2,935 s run with
-    # nothing beside them. The side chain's output comes after the browser tests'; a failure in either
+    # src/backend/cpu). The side chain's output comes after the browser tests'; a failure in either
     # chain fails the run.
     side_log=$(mktemp)
     (phase bash tools/fuzz.sh 10 && phase bash tools/wasm-kernel-tests.sh &&
