@@ -16,6 +16,8 @@ pub mod gguf;
 pub mod lora;
 pub mod quant;
 pub mod safetensors;
+#[cfg(test)]
+pub(crate) mod test_outside;
 
 use std::borrow::Cow;
 use std::fmt::Debug;

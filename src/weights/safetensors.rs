@@ -118,28 +118,10 @@ impl<'a> SafetensorsFile<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::weights::{ByteSource, Weights};
+    use crate::weights::test_outside::Outside;
+    use crate::weights::Weights;
     use safetensors::tensor::TensorView;
     use std::ops::Range;
-    use std::sync::Mutex;
-
-    /// A file outside memory that records the ranges read.
-    #[derive(Debug)]
-    struct Outside {
-        bytes: Vec<u8>,
-        reads: Mutex<Vec<Range<usize>>>,
-    }
-
-    impl ByteSource for Outside {
-        fn len(&self) -> usize {
-            self.bytes.len()
-        }
-
-        fn read(&self, range: Range<usize>) -> Result<Vec<u8>> {
-            self.reads.lock().unwrap().push(range.clone());
-            Ok(self.bytes[range].to_vec())
-        }
-    }
 
     /// A file of an f16 `[rows, cols]` tensor "a" and an f32 `[cols]` tensor "b", by the crate's writer.
     fn file(rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>, Vec<f32>) {
@@ -165,10 +147,7 @@ mod tests {
     #[test]
     fn a_file_outside_memory_is_read_a_tensor_at_a_time() {
         let (bytes, a, b) = file(300, 64);
-        let outside = Outside {
-            bytes,
-            reads: Mutex::default(),
-        };
+        let outside = Outside::new(bytes);
         let file = FileBytes::Outside(&outside);
         let header = file.header().unwrap();
         assert!(header.len() < 200, "{} header bytes", header.len());
@@ -206,10 +185,7 @@ mod tests {
             ("seven bytes", bytes[..7].to_vec()),
         ] {
             for outside in [false, true] {
-                let source = Outside {
-                    bytes: bad.clone(),
-                    reads: Mutex::default(),
-                };
+                let source = Outside::new(bad.clone());
                 let file = if outside {
                     FileBytes::Outside(&source)
                 } else {

@@ -19,10 +19,24 @@ describe("offline PWA (www/sw.js)", () => {
     await page.goto(`${url}/www/`);
     // `ready` resolves once the service worker is active, i.e. after its install (the precache) finished.
     const sw = await page.evaluate(async () => {
+      // Without a controller after two minutes, fail with the worker's state rather than wait forever.
+      let timer;
+      const stuck = new Promise((_, reject) => {
+        timer = setTimeout(async () => {
+          const r = await navigator.serviceWorker.getRegistration();
+          const state = { installing: r?.installing?.state, waiting: r?.waiting?.state, active: r?.active?.state };
+          reject(new Error(`no controlling service worker after 120 s: ${JSON.stringify(state)}`));
+        }, 120_000);
+      });
+      const controlled = (async () => {
+        await navigator.serviceWorker.ready;
+        if (!navigator.serviceWorker.controller) {
+          await new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", resolve, { once: true }));
+        }
+      })();
+      await Promise.race([controlled, stuck]);
+      clearTimeout(timer);
       const registration = await navigator.serviceWorker.ready;
-      if (!navigator.serviceWorker.controller) {
-        await new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", resolve, { once: true }));
-      }
       const models = await (await caches.open("wisp-models-v1")).keys();
       const app = await (await caches.open("wisp-demo-v1")).keys();
       return { scope: registration.scope, models: models.map((r) => new URL(r.url).pathname), app: app.map((r) => new URL(r.url).pathname) };

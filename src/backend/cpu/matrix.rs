@@ -519,31 +519,12 @@ fn each<const N: usize>(values: [f32; N], put: &mut impl FnMut(usize, f32)) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
     use crate::backend::cpu::test_gguf::one_tensor;
     use crate::backend::cpu::test_rng::Rng;
     use crate::weights::gguf::GgufFile;
-    use crate::weights::{ByteSource, FileBytes};
-
-    /// A file outside memory, as a page's `Uint8Array` is, recording each range read.
-    #[derive(Debug)]
-    struct Outside {
-        bytes: Vec<u8>,
-        reads: Mutex<Vec<Range<usize>>>,
-    }
-
-    impl ByteSource for Outside {
-        fn len(&self) -> usize {
-            self.bytes.len()
-        }
-
-        fn read(&self, range: Range<usize>) -> Result<Vec<u8>> {
-            self.reads.lock().unwrap().push(range.clone());
-            Ok(self.bytes[range].to_vec())
-        }
-    }
+    use crate::weights::test_outside::Outside;
+    use crate::weights::FileBytes;
 
     /// A one-tensor GGUF: `rows` x `cols` of ggml type `ty` (its id) taking `row_bytes` a row, filled
     /// with a byte pattern.
@@ -569,10 +550,7 @@ mod tests {
                 let file = GgufFile::parse(&bytes).unwrap();
                 Matrix::from_gguf(file.tensor("w").unwrap(), rows, cols).unwrap()
             };
-            let outside = Outside {
-                bytes,
-                reads: Mutex::default(),
-            };
+            let outside = Outside::new(bytes);
             let file = FileBytes::Outside(&outside);
             let header = file.header().unwrap();
             let parsed = GgufFile::open(&header, file).unwrap();
