@@ -60,7 +60,7 @@ impl<'a> SafetensorsFile<'a> {
         let metadata: Metadata =
             serde_json::from_slice(json).map_err(|e| invalid(format!("its header: {e}")))?;
         let data_start = LENGTH_BYTES + json.len();
-        let data_len = file.len() - data_start.min(file.len());
+        let data_len = file.len().saturating_sub(data_start);
         if metadata.data_len() != data_len {
             return Err(invalid(format!(
                 "its header describes {} bytes of tensors, and the file holds {data_len} after it",
